@@ -1,0 +1,105 @@
+# Queen - a message broker whose state lives in PostgreSQL.
+# Non-recursive: `make` builds build/queen; `make run` starts it; `make test`
+# runs every test. See README.md.
+
+CC       ?= cc
+PKGS     := libzmq msgpack libsodium openssl libcurl
+LLHTTP   := /usr/share/llhttp
+CFLAGS_COMMON := -std=c11 -g -Wall -Wextra -Werror -D_GNU_SOURCE -pthread \
+                 -I. -I/usr/share/include/llhttp -I$(shell pg_config --includedir 2>/dev/null || echo /usr/include/postgresql)
+CFLAGS   ?= -O2
+LDLIBS   := -lpq -lzmq -lmsgpackc -lsodium -lssl -lcrypto -lcurl -lm -pthread
+
+BUILD    ?= build
+ASAN_FLAGS := -O1 -fno-omit-frame-pointer -fsanitize=address,undefined -fno-sanitize-recover=undefined
+
+WIRE_SRC   := $(sort $(wildcard wire/*.c))
+KERNEL_SRC := $(sort $(wildcard kernel/*.c))
+ACTOR_SRC  := $(sort $(wildcard actors/*.c))
+SCHEMA_SQL := $(sort $(wildcard schema/*.sql))
+LIB_SRC    := $(WIRE_SRC) $(KERNEL_SRC) $(ACTOR_SRC)
+LIB_OBJ    := $(LIB_SRC:%.c=$(BUILD)/obj/%.o) $(BUILD)/obj/schema_sql.o \
+              $(BUILD)/obj/llhttp/llhttp.o $(BUILD)/obj/llhttp/api.o $(BUILD)/obj/llhttp/http.o
+UNIT_SRC   := $(sort $(wildcard test/unit/test_*.c))
+UNIT_BIN   := $(UNIT_SRC:test/unit/%.c=$(BUILD)/test/%)
+SUPPORT_SRC := $(sort $(wildcard test/support/*.c))
+SUPPORT_OBJ := $(SUPPORT_SRC:%.c=$(BUILD)/obj/%.o)
+CMD_BINS   := $(BUILD)/queen $(if $(wildcard cmd/queen-verify/main.c),$(BUILD)/queen-verify)
+
+.PHONY: all deps run test unit integration asan check-asan bench clean help fuzz
+.DEFAULT_GOAL := all
+
+all: $(CMD_BINS)
+
+help:
+	@echo "make           build build/queen"
+	@echo "make run       install what is missing, build, start the broker on :6632"
+	@echo "make test      install, build, run unit + integration tests (also under ASan/UBSan)"
+	@echo "make bench     benchmarks (see docs/benchmarks.md)"
+
+# ---------------------------------------------------------------- deps
+deps:
+	@sh scripts/deps.sh
+
+# ---------------------------------------------------------------- build
+$(BUILD)/obj/%.o: %.c
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS_COMMON) $(CFLAGS) -MMD -MP -c $< -o $@
+
+$(BUILD)/obj/llhttp/%.o: $(LLHTTP)/%.c
+	@mkdir -p $(dir $@)
+	$(CC) -std=c11 -g $(CFLAGS) -w -I/usr/share/include/llhttp -c $< -o $@
+
+$(BUILD)/schema_sql.c: $(SCHEMA_SQL) scripts/embed-sql.sh
+	@mkdir -p $(dir $@)
+	sh scripts/embed-sql.sh $@ $(SCHEMA_SQL)
+
+$(BUILD)/obj/schema_sql.o: $(BUILD)/schema_sql.c
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS_COMMON) $(CFLAGS) -c $< -o $@
+
+$(BUILD)/libqueen.a: $(LIB_OBJ)
+	@rm -f $@
+	ar rcs $@ $^
+
+$(BUILD)/queen: $(BUILD)/obj/cmd/queen/main.o $(BUILD)/libqueen.a
+	$(CC) $(CFLAGS_COMMON) $(CFLAGS) -o $@ $^ $(LDLIBS)
+
+$(BUILD)/queen-verify: $(BUILD)/obj/cmd/queen-verify/main.o $(BUILD)/libqueen.a
+	$(CC) $(CFLAGS_COMMON) $(CFLAGS) -o $@ $^ $(LDLIBS)
+
+$(BUILD)/test/%: $(BUILD)/obj/test/unit/%.o $(SUPPORT_OBJ) $(BUILD)/libqueen.a
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS_COMMON) $(CFLAGS) -o $@ $^ $(LDLIBS) -lcmocka
+
+-include $(shell find $(BUILD)/obj -name '*.d' 2>/dev/null)
+
+# ---------------------------------------------------------------- run
+run: deps all
+	@sh scripts/run.sh
+
+# ---------------------------------------------------------------- tests
+unit: $(UNIT_BIN)
+	@sh scripts/run-unit.sh $(UNIT_BIN)
+
+asan:
+	@$(MAKE) --no-print-directory BUILD=build-asan CFLAGS="$(ASAN_FLAGS)" all $(UNIT_SRC:test/unit/%.c=build-asan/test/%)
+
+check-asan: asan
+	@ASAN_OPTIONS=detect_leaks=1:abort_on_error=0 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
+	  sh scripts/run-unit.sh $(UNIT_SRC:test/unit/%.c=build-asan/test/%)
+
+integration: all
+	@sh test/integration/run.sh $(BUILD)
+
+test: deps
+	@$(MAKE) --no-print-directory all unit
+	@$(MAKE) --no-print-directory check-asan
+	@$(MAKE) --no-print-directory integration BUILD=build-asan
+	@$(MAKE) --no-print-directory integration
+
+bench: deps all
+	@sh bench/run.sh $(BUILD)
+
+clean:
+	rm -rf build build-asan

@@ -1,0 +1,180 @@
+/*  kernel/config.c - settings table and environment loading (see config.h)
+    The only file that calls getenv.
+*/
+#include "config.h"
+#include "log.h"
+#include "wire/buf.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+typedef enum { S_INT, S_STR, S_BOOL, S_SECRET } s_kind_t;
+
+typedef struct {
+    const char *name;
+    s_kind_t kind;
+    size_t offset;
+    const char *dflt;
+    int64_t min, max;
+    const char *help;
+} s_setting_t;
+
+#define F(field) offsetof (qn_config_t, field)
+#define MiB (1024 * 1024)
+
+static const s_setting_t s_settings [] = {
+    { "PORT", S_INT, F (port), "6632", 1, 65535, "HTTP listening port" },
+    { "HOST", S_STR, F (host), "0.0.0.0", 0, 0, "HTTP listening address" },
+    { "MAX_CONNECTIONS", S_INT, F (max_connections), "10000", 1, 1000000, "concurrent client connections; more are refused" },
+    { "MAX_BODY_BYTES", S_INT, F (max_body_bytes), "16777216", 1024, 1024LL * MiB, "largest request body (413 beyond)" },
+    { "MAX_HEADER_BYTES", S_INT, F (max_header_bytes), "16384", 1024, MiB, "largest request head (431 beyond)" },
+    { "IDLE_TIMEOUT_MS", S_INT, F (idle_timeout_ms), "60000", 100, 3600000, "close keep-alive connections idle this long" },
+    { "REQUEST_TIMEOUT_MS", S_INT, F (request_timeout_ms), "30000", 100, 3600000, "a request must arrive completely within this (408)" },
+    { "SHUTDOWN_TIMEOUT_MS", S_INT, F (shutdown_timeout_ms), "10000", 0, 600000, "on SIGTERM, time to drain in-flight requests" },
+    { "PG_HOST", S_STR, F (pg_host), "", 0, 0, "PostgreSQL host; unset with `make run` starts a private cluster" },
+    { "PG_PORT", S_INT, F (pg_port), "5432", 1, 65535, "PostgreSQL port" },
+    { "PG_USER", S_STR, F (pg_user), "postgres", 0, 0, "PostgreSQL user" },
+    { "PG_PASSWORD", S_SECRET, F (pg_password), "postgres", 0, 0, "PostgreSQL password" },
+    { "PG_DB", S_STR, F (pg_db), "postgres", 0, 0, "PostgreSQL database" },
+    { "DB_POOL_SIZE", S_INT, F (db_pool_size), "8", 1, 500, "hot-path connections (push, pop, ack)" },
+    { "DB_READ_POOL_SIZE", S_INT, F (db_read_pool_size), "2", 1, 100, "connections for dashboard, status and admin reads" },
+    { "DB_STATEMENT_TIMEOUT", S_INT, F (db_statement_timeout_ms), "30000", 100, 3600000, "statement_timeout of broker sessions, ms" },
+    { "DB_CONNECTION_TIMEOUT", S_INT, F (db_connection_timeout_ms), "30000", 0, 3600000, "at boot, keep retrying PostgreSQL this long, ms" },
+    { "DEFAULT_TIMEOUT", S_INT, F (default_timeout_ms), "30000", 0, 3600000, "long-poll timeout when a pop sends none, ms" },
+    { "DEFAULT_BATCH_SIZE", S_INT, F (default_batch_size), "1", 1, 10000, "pop batch when a pop sends none" },
+    { "DEFAULT_SUBSCRIPTION_MODE", S_STR, F (default_subscription_mode), "", 0, 0, "subscription mode of new consumer groups (all, new)" },
+    { "MAX_WAIT_MS", S_INT, F (max_wait_ms), "3600000", 1000, 86400000, "upper bound of a long-poll timeout, ms" },
+    { "PUSH_MAX_BATCH", S_INT, F (push_max_batch), "10000", 1, 100000, "most items per push round trip" },
+    { "RETENTION_INTERVAL", S_INT, F (retention_interval_ms), "300000", 100, 86400000, "retention pass period, ms" },
+    { "EVICTION_INTERVAL", S_INT, F (eviction_interval_ms), "60000", 100, 86400000, "max-wait eviction pass period, ms" },
+    { "FILE_BUFFER_DIR", S_STR, F (file_buffer_dir), "./.queen/spool", 0, 0, "disk spool for pushes while PostgreSQL is down" },
+    { "SPOOL_FSYNC_MS", S_INT, F (spool_fsync_ms), "0", 0, 1000, "group fdatasync window of the spool, ms (0 = sync each write)" },
+    { "LOG_LEVEL", S_STR, F (log_level), "info", 0, 0, "debug, info, warn or error" },
+    { "QUEEN_ENCRYPTION_KEY", S_SECRET, F (queen_encryption_key), "", 0, 0, "64 hex chars: AES-256 key for queues with encryptionEnabled" },
+    { NULL, 0, 0, NULL, 0, 0, NULL }
+};
+
+static const char *
+s_getenv (const char *name)
+{
+    return getenv (name);
+}
+
+static int
+s_set (qn_config_t *c, const s_setting_t *s, const char *value, char *err, size_t err_len)
+{
+    char *at = (char *) c + s->offset;
+    if (s->kind == S_STR || s->kind == S_SECRET) {
+        char **p = (char **) at;
+        free (*p);
+        *p = qn_strdup (value);
+        return 0;
+    }
+    if (s->kind == S_BOOL) {
+        bool *b = (bool *) at;
+        if (!strcasecmp (value, "true") || !strcmp (value, "1"))
+            *b = true;
+        else
+        if (!strcasecmp (value, "false") || !strcmp (value, "0"))
+            *b = false;
+        else {
+            snprintf (err, err_len, "%s: expected true or false, got '%s'", s->name, value);
+            return -1;
+        }
+        return 0;
+    }
+    char *end;
+    errno = 0;
+    long long v = strtoll (value, &end, 10);
+    if (errno || end == value || *end) {
+        snprintf (err, err_len, "%s: expected an integer, got '%s'", s->name, value);
+        return -1;
+    }
+    if (v < s->min || v > s->max) {
+        snprintf (err, err_len, "%s: %lld is out of range [%" PRId64 ", %" PRId64 "]",
+                  s->name, v, s->min, s->max);
+        return -1;
+    }
+    *(int64_t *) at = v;
+    return 0;
+}
+
+int
+qn_config_load_from (qn_config_t *c, const char *(*get) (const char *), char *err, size_t err_len)
+{
+    memset (c, 0, sizeof *c);
+    for (const s_setting_t *s = s_settings; s->name; s++)
+        if (s_set (c, s, s->dflt, err, err_len))
+            return -1;
+    for (const s_setting_t *s = s_settings; s->name; s++) {
+        const char *v = get (s->name);
+        if (v && s_set (c, s, v, err, err_len))
+            return -1;
+    }
+    c->embedded = !c->pg_host [0];
+    if (c->embedded) {
+        free (c->pg_host);
+        c->pg_host = qn_strdup ("127.0.0.1");
+    }
+    //  Settings that depend on each other or need parsing.
+    static const char *levels [] = { "debug", "info", "warn", "warning", "error", NULL };
+    bool ok = false;
+    for (int i = 0; levels [i]; i++)
+        ok = ok || !strcasecmp (c->log_level, levels [i]);
+    if (!ok) {
+        snprintf (err, err_len, "LOG_LEVEL: expected debug, info, warn or error, got '%s'", c->log_level);
+        return -1;
+    }
+    if (c->default_subscription_mode [0]
+    && strcmp (c->default_subscription_mode, "all")
+    && strcmp (c->default_subscription_mode, "new")) {
+        snprintf (err, err_len, "DEFAULT_SUBSCRIPTION_MODE: expected all or new, got '%s'",
+                  c->default_subscription_mode);
+        return -1;
+    }
+    size_t klen = strlen (c->queen_encryption_key);
+    if (klen && (klen != 64 || strspn (c->queen_encryption_key, "0123456789abcdefABCDEF") != 64)) {
+        snprintf (err, err_len, "QUEEN_ENCRYPTION_KEY: expected 64 hex characters (32 bytes)");
+        return -1;
+    }
+    return 0;
+}
+
+int
+qn_config_load (qn_config_t *c, char *err, size_t err_len)
+{
+    return qn_config_load_from (c, s_getenv, err, err_len);
+}
+
+void
+qn_config_free (qn_config_t *c)
+{
+    for (const s_setting_t *s = s_settings; s->name; s++)
+        if (s->kind == S_STR || s->kind == S_SECRET) {
+            char **p = (char **) ((char *) c + s->offset);
+            free (*p);
+            *p = NULL;
+        }
+}
+
+void
+qn_config_help (FILE *out)
+{
+    fprintf (out, "usage: queen [--help]\n\n"
+                  "Queen is configured with environment variables:\n\n");
+    for (const s_setting_t *s = s_settings; s->name; s++)
+        fprintf (out, "  %-26s %s (default: %s)\n", s->name, s->help,
+                 s->kind == S_SECRET && s->dflt [0] ? "set" : (s->dflt [0] ? s->dflt : "unset"));
+}
+
+void
+qn_config_markdown (FILE *out)
+{
+    fprintf (out, "| variable | default | meaning |\n|---|---|---|\n");
+    for (const s_setting_t *s = s_settings; s->name; s++)
+        fprintf (out, "| `%s` | %s%s%s | %s |\n", s->name, s->dflt [0] ? "`" : "",
+                 s->dflt [0] ? s->dflt : "unset", s->dflt [0] ? "`" : "", s->help);
+}

@@ -1,0 +1,63 @@
+/*  kernel/config.h - settings from environment variables
+    Only kernel/config.c calls getenv. One table row per setting gives its
+    name, kind, bounds, default and help; `queen --help` prints the table
+    and the README's configuration table is generated from it.
+*/
+#ifndef QN_KERNEL_CONFIG_H
+#define QN_KERNEL_CONFIG_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+typedef struct {
+    //  Listener
+    int64_t port;
+    char *host;
+    int64_t max_connections;
+    int64_t max_body_bytes;
+    int64_t max_header_bytes;
+    int64_t idle_timeout_ms;
+    int64_t request_timeout_ms;
+    int64_t shutdown_timeout_ms;
+    //  PostgreSQL
+    char *pg_host;
+    int64_t pg_port;
+    char *pg_user;
+    char *pg_password;
+    char *pg_db;
+    int64_t db_pool_size;
+    int64_t db_read_pool_size;
+    int64_t db_statement_timeout_ms;
+    int64_t db_connection_timeout_ms;
+    //  Messaging defaults
+    int64_t default_timeout_ms;
+    int64_t default_batch_size;
+    char *default_subscription_mode;
+    int64_t max_wait_ms;
+    int64_t push_max_batch;
+    int64_t retention_interval_ms;
+    int64_t eviction_interval_ms;
+    //  Spool
+    char *file_buffer_dir;
+    int64_t spool_fsync_ms;
+    //  Misc
+    char *log_level;
+    char *queen_encryption_key;
+    bool embedded;              //  Not a setting: PG_HOST was unset
+} qn_config_t;
+
+//  Fills `config` from the environment (defaults first). Returns 0, or -1
+//  with a one-line reason in err (unknown value, out of bounds).
+int qn_config_load (qn_config_t *config, char *err, size_t err_len);
+//  Same, from a custom lookup (tests): get(name) returns NULL when unset.
+int qn_config_load_from (qn_config_t *config, const char *(*get) (const char *name),
+                         char *err, size_t err_len);
+void qn_config_free (qn_config_t *config);
+//  Prints every setting with its default and help, as `queen --help` does.
+void qn_config_help (FILE *out);
+//  Prints the settings as a Markdown table (README).
+void qn_config_markdown (FILE *out);
+
+#endif

@@ -1,0 +1,53 @@
+/*  wire/msg_types.h - every message type, listed once
+    Numbers are append-only and never reused. X-macro: one row per type
+    gives its number and its name for logs.
+*/
+#ifndef QN_WIRE_MSG_TYPES_H
+#define QN_WIRE_MSG_TYPES_H
+
+#include <stdint.h>
+
+#define QN_MSG_LIST(X) \
+    X (QN_MSG_START,          1)   /* kernel -> actor: loop is ready */ \
+    X (QN_MSG_STOP,           2)   /* kernel -> actor: finish and stop */ \
+    X (QN_MSG_ERROR,          3)   /* reply carrying [code, text] */ \
+    X (QN_MSG_HTTP_REQUEST,  10)   /* acceptor -> codec_http */ \
+    X (QN_MSG_HTTP_RESPONSE, 11)   /* codec_http -> acceptor */ \
+    X (QN_MSG_HTTP_CLOSED,   12)   /* acceptor -> codec_http: client gone */ \
+    X (QN_MSG_HTTP_DRAINED,  13)   /* acceptor -> codec_http: no more requests */ \
+    X (QN_MSG_PG_EXEC,       20)   /* -> pg_writer/pg_reader: run a statement */ \
+    X (QN_MSG_PG_RESULT,     21)   /* reply: rows */ \
+    X (QN_MSG_PG_PUSH,       22)   /* -> pg_writer: push items (batched) */ \
+    X (QN_MSG_DB_HEALTH,     23)   /* event "db": [up] */ \
+    X (QN_MSG_PG_PIPELINE,   24)   /* -> pg_writer: several statements, one transaction */ \
+    X (QN_MSG_COMMITTED,     30)   /* event "committed": [tenant, queue, partition] */ \
+    X (QN_MSG_POP_PARK,      31)   /* codec_http -> lease_manager */ \
+    X (QN_MSG_POP_RETRY,     32)   /* lease_manager -> codec_http: run it again */ \
+    X (QN_MSG_POP_CANCEL,    33)   /* codec_http -> lease_manager: client gone */ \
+    X (QN_MSG_POP_EXPIRED,   34)   /* lease_manager -> codec_http: deadline */ \
+    X (QN_MSG_POP_DUE,       35)   /* codec_http -> lease_manager: next due time */ \
+    X (QN_MSG_SPOOL_APPEND,  40)   /* codec_http -> spool */ \
+    X (QN_MSG_SPOOL_STATS,   41)   /* -> spool: counts */ \
+    X (QN_MSG_SPOOL_REPLAYED, 42)  /* event "spool": replay progress */ \
+    X (QN_MSG_TICK,          50)   /* periodic self-message */
+
+typedef enum {
+#define QN_MSG_ENUM(name, num) name = num,
+    QN_MSG_LIST (QN_MSG_ENUM)
+#undef QN_MSG_ENUM
+    QN_MSG_MAX_
+} qn_msg_type_t;
+
+//  Name for logs, or "unknown".
+static inline const char *
+qn_msg_name (uint16_t type)
+{
+    switch (type) {
+#define QN_MSG_CASE(name, num) case num: return #name;
+        QN_MSG_LIST (QN_MSG_CASE)
+#undef QN_MSG_CASE
+        default: return "unknown";
+    }
+}
+
+#endif
