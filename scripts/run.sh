@@ -50,7 +50,8 @@ echo "run: PostgreSQL at 127.0.0.1:$PG_PORT (private cluster in $PGDIR, log $PGD
 QPID=""
 STOPPING=0
 cleanup () {
-    trap - EXIT INT TERM HUP
+    trap "" INT TERM HUP     #  A second signal must not cut the cleanup short
+    trap - EXIT
     if [ -n "$QPID" ] && kill -0 "$QPID" 2>/dev/null; then
         kill -TERM "$QPID" 2>/dev/null || true
         wait "$QPID" 2>/dev/null || true

@@ -1,0 +1,395 @@
+//  test/integration/lib.mjs - helpers for node:test integration tests.
+//
+//  The tests drive the real broker (QN_BIN) over plain HTTP, the way curl
+//  would, against the throwaway PostgreSQL that test/integration/run.sh
+//  started (QN_PG_DIR, QN_PG_PORT). Each test file should create its own
+//  database (createDatabase) and start its own brokers (startBroker).
+//
+//  On exit, and on SIGINT/SIGTERM, every broker still running is killed, a
+//  frozen PostgreSQL is thawed and a stopped one restarted, so one failing
+//  file cannot break the files after it.
+
+import { spawn, execFile, execFileSync } from 'node:child_process';
+import fs from 'node:fs';
+import net from 'node:net';
+import os from 'node:os';
+import path from 'node:path';
+import { promisify } from 'node:util';
+import { fileURLToPath } from 'node:url';
+
+const execFileP = promisify(execFile);
+const HERE = path.dirname(fileURLToPath(import.meta.url));
+
+export const ROOT = process.env.QN_ROOT || path.resolve(HERE, '../..');
+export const BIN = process.env.QN_BIN || path.join(ROOT, 'build', 'queen');
+export const PG_DIR = process.env.QN_PG_DIR || '';
+export const PG_PORT = Number(process.env.QN_PG_PORT || 0);
+export const PG_HOST = '127.0.0.1';
+const PG_SH = path.join(ROOT, 'scripts', 'pg.sh');
+const TMP = process.env.QN_TMP || os.tmpdir();
+
+const brokers = new Set();      //  Live child processes
+const tmpDirs = new Set();      //  Directories we created, removed at exit
+let pgFrozen = false;
+let pgStopped = false;
+
+export function sleep (ms) {
+    return new Promise((resolve) => setTimeout(resolve, ms));
+}
+
+//  Polls fn (sync or async) every intervalMs until it returns a truthy value,
+//  which is returned. Throws after timeoutMs, with fn's last error if any.
+export async function waitFor (fn, timeoutMs = 10000, intervalMs = 100) {
+    const deadline = Date.now() + timeoutMs;
+    let lastError = null;
+    for (;;) {
+        try {
+            const value = await fn();
+            if (value)
+                return value;
+            lastError = null;
+        } catch (err) {
+            lastError = err;
+        }
+        if (Date.now() >= deadline) {
+            const why = lastError ? `: ${lastError.message}` : '';
+            throw new Error(`waitFor: condition not met after ${timeoutMs} ms${why}`);
+        }
+        await sleep(intervalMs);
+    }
+}
+
+const handedOut = new Set();
+
+//  A free TCP port on 127.0.0.1, chosen below Linux's ephemeral range
+//  (32768+) so no outgoing connection grabs it before the caller binds it.
+export async function freePort () {
+    for (let i = 0; i < 200; i++) {
+        const port = 20000 + Math.floor(Math.random() * 12000);
+        if (handedOut.has(port) || port === PG_PORT)
+            continue;
+        if (await canListen(port)) {
+            handedOut.add(port);
+            return port;
+        }
+    }
+    throw new Error('freePort: no free port found');
+}
+
+function canListen (port) {
+    return new Promise((resolve) => {
+        const srv = net.createServer();
+        srv.once('error', () => resolve(false));
+        srv.listen({ port, host: '127.0.0.1', exclusive: true }, () => {
+            srv.close(() => resolve(true));
+        });
+    });
+}
+
+function requirePg () {
+    if (!PG_DIR || !PG_PORT)
+        throw new Error('QN_PG_DIR / QN_PG_PORT not set: run via test/integration/run.sh');
+}
+
+//  Runs SQL through psql against the shared cluster; resolves to psql's
+//  unaligned, tuples-only output (trimmed). Rejects on any SQL error.
+export async function psql (sql, { db = 'postgres', timeoutMs = 30000 } = {}) {
+    requirePg();
+    const { stdout } = await execFileP('psql', [
+        '-X', '-q', '-At', '-v', 'ON_ERROR_STOP=1',
+        '-h', PG_HOST, '-p', String(PG_PORT), '-U', 'postgres', '-d', db,
+        '-c', sql,
+    ], { timeout: timeoutMs, env: { ...process.env, PGCONNECT_TIMEOUT: '5' } });
+    return stdout.trim();
+}
+
+let dbCounter = 0;
+
+//  Creates a fresh, uniquely named database and returns its name. The name
+//  starts with `prefix` (lowercase letters, digits, _ only).
+export async function createDatabase (prefix = 'it') {
+    const base = String(prefix).toLowerCase().replace(/[^a-z0-9_]/g, '_').slice(0, 30);
+    const name = `${base}_${process.pid}_${Date.now().toString(36)}_${++dbCounter}`;
+    await psql(`CREATE DATABASE "${name}"`);
+    return name;
+}
+
+async function pgCtl (...args) {
+    requirePg();
+    try {
+        const { stdout } = await execFileP('sh', [PG_SH, ...args], { timeout: 60000 });
+        return stdout.trim();
+    } catch (err) {
+        throw new Error(`pg.sh ${args[0]} failed: ${err.stderr || err.message}`);
+    }
+}
+
+//  Stops the shared cluster (fast shutdown: clients are disconnected).
+export async function pgStop () {
+    await pgThaw();
+    pgStopped = true;
+    await pgCtl('stop', PG_DIR);
+}
+
+//  Starts the shared cluster again on the same port; resolves when ready.
+export async function pgStart () {
+    await pgCtl('start', PG_DIR, String(PG_PORT));
+    pgStopped = false;
+}
+
+function postmasterPid () {
+    const text = fs.readFileSync(path.join(PG_DIR, 'data', 'postmaster.pid'), 'utf8');
+    return Number(text.split('\n')[0]);
+}
+
+//  Pids of the direct children of `ppid` (PostgreSQL's backends and workers).
+function childrenOf (ppid) {
+    const kids = [];
+    for (const entry of fs.readdirSync('/proc')) {
+        if (!/^\d+$/.test(entry))
+            continue;
+        try {
+            const stat = fs.readFileSync(`/proc/${entry}/stat`, 'utf8');
+            //  Field 4 follows "(comm)", which may itself contain spaces
+            const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+            if (Number(fields[1]) === ppid)
+                kids.push(Number(entry));
+        } catch {
+            //  Process went away while we looked
+        }
+    }
+    return kids;
+}
+
+function signalPg (signal) {
+    const pid = postmasterPid();
+    //  Stop the postmaster first so it forks no new backend meanwhile;
+    //  continue the children first so none wakes to a frozen parent.
+    if (signal === 'SIGSTOP')
+        process.kill(pid, signal);
+    for (const kid of childrenOf(pid)) {
+        try {
+            process.kill(kid, signal);
+        } catch {
+            //  Exited meanwhile
+        }
+    }
+    if (signal === 'SIGCONT')
+        process.kill(pid, signal);
+}
+
+//  Freezes PostgreSQL (SIGSTOP to the postmaster and its children): TCP
+//  connects still complete but nothing answers, like a hung server.
+export async function pgFreeze () {
+    requirePg();
+    signalPg('SIGSTOP');
+    pgFrozen = true;
+}
+
+export async function pgThaw () {
+    requirePg();
+    if (!fs.existsSync(path.join(PG_DIR, 'data', 'postmaster.pid'))) {
+        pgFrozen = false;
+        return;
+    }
+    signalPg('SIGCONT');
+    pgFrozen = false;
+}
+
+//  Plain HTTP request with the built-in fetch. A non-string body is sent as
+//  JSON. Resolves to { status, headers (lowercase keys), body (parsed JSON
+//  when the response says JSON, else text), raw (text) }. Never throws for
+//  HTTP errors; throws on network errors and after timeoutMs.
+export async function http (url, { method = 'GET', body, headers = {}, timeoutMs = 30000 } = {}) {
+    const init = { method, headers: { ...headers }, signal: AbortSignal.timeout(timeoutMs) };
+    if (body !== undefined) {
+        if (typeof body === 'string' || body instanceof Uint8Array) {
+            init.body = body;
+        } else {
+            init.body = JSON.stringify(body);
+            const hasType = Object.keys(init.headers).some((k) => k.toLowerCase() === 'content-type');
+            if (!hasType)
+                init.headers['Content-Type'] = 'application/json';
+        }
+    }
+    const res = await fetch(url, init);
+    const raw = await res.text();
+    const headerObj = {};
+    res.headers.forEach((value, key) => { headerObj[key] = value; });
+    let parsed = raw;
+    if ((headerObj['content-type'] || '').includes('json') && raw.length > 0) {
+        try {
+            parsed = JSON.parse(raw);
+        } catch {
+            parsed = raw;           //  Let the test see what came back
+        }
+    }
+    return { status: res.status, headers: headerObj, body: parsed, raw };
+}
+
+function canConnect (port) {
+    return new Promise((resolve) => {
+        const sock = net.connect({ port, host: '127.0.0.1' });
+        sock.setTimeout(1000, () => { sock.destroy(); resolve(false); });
+        sock.once('connect', () => { sock.destroy(); resolve(true); });
+        sock.once('error', () => resolve(false));
+    });
+}
+
+const MAX_LOG_BYTES = 4 << 20;
+
+//  Starts QN_BIN against the shared cluster. Options:
+//    env            extra/overriding environment variables
+//    db             database name (default: a fresh one from createDatabase)
+//    port           HTTP port (default: freePort())
+//    fileBufferDir  spool dir (default: a fresh temp dir; pass the previous
+//                   broker's to replay its spool)
+//    expectHealthy  wait for GET /health = 200 (default); false: wait only
+//                   until the port accepts connections
+//    timeoutMs      how long to wait (default 20000)
+//    args           command-line arguments
+//  Resolves to { url, port, db, fileBufferDir, proc, logs(), stop(), kill() }.
+//  Throws, with the broker's output, if it exits or is not ready in time.
+export async function startBroker (opts = {}) {
+    const {
+        env = {}, args = [], expectHealthy = true, timeoutMs = 20000,
+    } = opts;
+    if (!fs.existsSync(BIN))
+        throw new Error(`broker binary ${BIN} not found (make)`);
+    const port = opts.port ?? await freePort();
+    const db = opts.db ?? await createDatabase('broker');
+    let fileBufferDir = opts.fileBufferDir;
+    if (!fileBufferDir) {
+        fileBufferDir = fs.mkdtempSync(path.join(TMP, 'qn-spool-'));
+        tmpDirs.add(fileBufferDir);
+    }
+    const childEnv = {
+        ...process.env,
+        HOST: '127.0.0.1',
+        PORT: String(port),
+        PG_HOST,
+        PG_PORT: String(PG_PORT),
+        PG_USER: 'postgres',
+        PG_PASSWORD: 'postgres',
+        PG_DB: db,
+        FILE_BUFFER_DIR: fileBufferDir,
+        LOG_LEVEL: process.env.QN_LOG_LEVEL || 'info',
+        ...env,
+    };
+    const proc = spawn(BIN, args, { env: childEnv, stdio: ['ignore', 'pipe', 'pipe'] });
+    brokers.add(proc);
+    let output = '';
+    const echo = process.env.QN_BROKER_LOG === '1';
+    const collect = (chunk) => {
+        output += chunk.toString();
+        if (output.length > MAX_LOG_BYTES)
+            output = output.slice(-MAX_LOG_BYTES / 2);
+        if (echo)
+            process.stderr.write(`[broker:${port}] ${chunk}`);
+    };
+    proc.stdout.on('data', collect);
+    proc.stderr.on('data', collect);
+    let exitCode = null;
+    const exited = new Promise((resolve) => {
+        proc.once('close', (code, signal) => {
+            brokers.delete(proc);
+            exitCode = code ?? 128 + (os.constants.signals[signal] || 0);
+            resolve(exitCode);
+        });
+    });
+    proc.once('error', (err) => { output += `\nspawn error: ${err.message}\n`; });
+
+    const url = `http://127.0.0.1:${port}`;
+    const broker = {
+        url, port, db, fileBufferDir, proc,
+        logs: () => output,
+        exited: () => exitCode !== null,
+        //  Sends `signal`, waits up to waitMs for the exit and resolves to
+        //  the exit code (128 + signal number when killed by a signal). A
+        //  broker that does not exit in time is SIGKILLed and this throws.
+        async stop (signal = 'SIGTERM', waitMs = 20000) {
+            if (exitCode !== null)
+                return exitCode;
+            proc.kill(signal);
+            const timer = sleep(waitMs).then(() => 'timeout');
+            if (await Promise.race([exited, timer]) === 'timeout') {
+                proc.kill('SIGKILL');
+                await exited;
+                throw new Error(`broker on :${port} did not exit within ${waitMs} ms of ${signal}`);
+            }
+            return exitCode;
+        },
+        async kill () {
+            if (exitCode === null)
+                proc.kill('SIGKILL');
+            return exited;
+        },
+    };
+
+    const deadline = Date.now() + timeoutMs;
+    for (;;) {
+        if (exitCode !== null)
+            throw new Error(`broker exited with status ${exitCode} before becoming ready:\n${output}`);
+        let ready = false;
+        if (expectHealthy) {
+            try {
+                const res = await http(`${url}/health`, { timeoutMs: 1000 });
+                ready = res.status === 200;
+            } catch {
+                ready = false;
+            }
+        } else {
+            ready = await canConnect(port);
+        }
+        if (ready)
+            return broker;
+        if (Date.now() >= deadline) {
+            await broker.kill();
+            const what = expectHealthy ? 'GET /health = 200' : 'port accepting';
+            throw new Error(`broker on :${port} not ready (${what}) after ${timeoutMs} ms:\n${output}`);
+        }
+        await sleep(100);
+    }
+}
+
+//  Last-resort cleanup; only synchronous work is possible in 'exit'. On a
+//  signal the whole run is being torn down, so PostgreSQL stays stopped.
+function cleanupSync (restartPg = true) {
+    for (const proc of brokers) {
+        try {
+            proc.kill('SIGKILL');
+        } catch {
+            //  Already gone
+        }
+    }
+    brokers.clear();
+    if (PG_DIR && pgFrozen) {
+        try {
+            signalPg('SIGCONT');
+        } catch {
+            //  Not running
+        }
+        pgFrozen = false;
+    }
+    if (!restartPg)
+        pgStopped = false;
+    if (PG_DIR && pgStopped) {
+        try {
+            execFileSync('sh', [PG_SH, 'start', PG_DIR, String(PG_PORT)], { stdio: 'ignore' });
+        } catch {
+            //  The next file will report it
+        }
+        pgStopped = false;
+    }
+    for (const dir of tmpDirs)
+        fs.rmSync(dir, { recursive: true, force: true });
+    tmpDirs.clear();
+}
+
+process.on('exit', () => cleanupSync(true));
+for (const [signal, code] of [['SIGINT', 130], ['SIGTERM', 143], ['SIGHUP', 129]]) {
+    process.on(signal, () => {
+        cleanupSync(false);
+        process.exit(code);
+    });
+}
