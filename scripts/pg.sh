@@ -18,6 +18,9 @@
 #
 # Environment: PG_BINDIR overrides the PostgreSQL binary directory.
 set -eu
+#  runuser and useradd live in sbin, which a non-login root PATH may lack
+PATH="$PATH:/usr/sbin:/sbin"
+export PATH
 
 PROG=pg.sh
 

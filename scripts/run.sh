@@ -10,6 +10,9 @@
 # Environment: PORT, PG_* (passed to the broker), QUEEN_PG_DIR (cluster
 # directory, default .queen/pg in the repo). Arguments go to the broker.
 set -eu
+#  runuser and useradd live in sbin, which a non-login root PATH may lack
+PATH="$PATH:/usr/sbin:/sbin"
+export PATH
 
 ROOT=$(cd "$(dirname "$0")/.." && pwd -P)
 PG="$ROOT/scripts/pg.sh"
