@@ -62,11 +62,15 @@ $(BUILD)/libqueen.a: $(LIB_OBJ)
 	@rm -f $@
 	ar rcs $@ $^
 
+# Whole archive: area route tables and optional actors are found through
+# weak references, which never pull members out of an archive by themselves.
+WHOLE = -Wl,--whole-archive $(BUILD)/libqueen.a -Wl,--no-whole-archive
+
 $(BUILD)/queen: $(BUILD)/obj/cmd/queen/main.o $(BUILD)/libqueen.a
-	$(CC) $(CFLAGS_COMMON) $(CFLAGS) -o $@ $^ $(LDLIBS)
+	$(CC) $(CFLAGS_COMMON) $(CFLAGS) -o $@ $< $(WHOLE) $(LDLIBS)
 
 $(BUILD)/queen-verify: $(BUILD)/obj/cmd/queen-verify/main.o $(BUILD)/libqueen.a
-	$(CC) $(CFLAGS_COMMON) $(CFLAGS) -o $@ $^ $(LDLIBS)
+	$(CC) $(CFLAGS_COMMON) $(CFLAGS) -o $@ $< $(WHOLE) $(LDLIBS)
 
 $(BUILD)/test/%: $(BUILD)/obj/test/unit/%.o $(SUPPORT_OBJ) $(BUILD)/libqueen.a
 	@mkdir -p $(dir $@)

@@ -29,7 +29,8 @@
     X (QN_MSG_SPOOL_APPEND,  40)   /* codec_http -> spool */ \
     X (QN_MSG_SPOOL_STATS,   41)   /* -> spool: counts */ \
     X (QN_MSG_SPOOL_REPLAYED, 42)  /* event "spool": replay progress */ \
-    X (QN_MSG_TICK,          50)   /* periodic self-message */
+    X (QN_MSG_TICK,          50)   /* periodic self-message */ \
+    X (QN_MSG_CONFIG,        51)   /* event "maintenance": [push, pop] */
 
 typedef enum {
 #define QN_MSG_ENUM(name, num) name = num,

@@ -1,0 +1,63 @@
+/*  actors/actors.h - one public constructor per actor
+    Each returns the spawned actor (owned by the kernel) or NULL.
+
+    Message bodies between actors are msgpack arrays, documented here once:
+
+    pg_writer / pg_reader
+      QN_MSG_PG_EXEC     [stmt_id, sql|nil, [params...]]
+                         stmt_id from pg_statements.h; 0 runs `sql` (a
+                         whitelisted call built by the codec, never client
+                         text) with text-format parameters.
+      QN_MSG_PG_PUSH     [tenant, [[queue, partition, txn|nil, payload(bin),
+                         trace|nil, producer|nil, encrypted], ...]]
+                         merged with concurrent pushes into one queen.push.
+      reply QN_MSG_PG_RESULT [ok, sqlstate, message, detail, [[col...]...]]
+                         timestamps as int64 us since the Unix epoch, uuid
+                         as canonical strings, bytea as bin. For PG_PUSH the
+                         rows are [ord, seq, partition_id, queue_id,
+                         duplicate] with ord 1-based within the request.
+      event "db"         QN_MSG_DB_HEALTH [up]
+
+    acceptor <-> codec_http
+      QN_MSG_HTTP_REQUEST  [conn_id, seq, method, target, keep_alive,
+                           [[name, value]...]] + frame: request body
+      QN_MSG_HTTP_RESPONSE [conn_id, seq, close] + frame: the serialised
+                           HTTP response
+      QN_MSG_HTTP_CLOSED   [conn_id]       the client went away
+      QN_MSG_HTTP_DRAINED  []              acceptor stopping: answer parked
+                                           requests now
+*/
+#ifndef QN_ACTORS_ACTORS_H
+#define QN_ACTORS_ACTORS_H
+
+#include "kernel/kernel.h"
+
+//  The PostgreSQL pool: `name` is "pg_writer" (hot path; batches pushes,
+//  watches health and publishes "db" events) or "pg_reader" (admin reads).
+qn_actor_t *qn_pg_writer_new (qn_kernel_t *kernel, const qn_config_t *config,
+                              const char *name, uint32_t pool_size);
+//  HTTP listener on config->host:port (or `port` when non-zero).
+qn_actor_t *qn_acceptor_new (qn_kernel_t *kernel, const qn_config_t *config);
+//  HTTP routing and the JSON API.
+qn_actor_t *qn_codec_http_new (qn_kernel_t *kernel, const qn_config_t *config);
+//  Parked long-poll pops.
+qn_actor_t *qn_lease_manager_new (qn_kernel_t *kernel, const qn_config_t *config)
+    __attribute__ ((weak));
+//  Periodic retention, eviction and segment maintenance.
+qn_actor_t *qn_retention_new (qn_kernel_t *kernel, const qn_config_t *config)
+    __attribute__ ((weak));
+//  Disk spool for pushes while PostgreSQL is unreachable.
+qn_actor_t *qn_spool_new (qn_kernel_t *kernel, const qn_config_t *config)
+    __attribute__ ((weak));
+
+//  libpq connection keywords/values for config (static storage inside
+//  `store`); used by pg_writer and by main's boot connection.
+typedef struct {
+    const char *keys [12];
+    const char *values [12];
+    char port [16];
+    char options [256];
+} qn_pg_params_t;
+void qn_pg_params (const qn_config_t *config, qn_pg_params_t *p, int connect_timeout_s);
+
+#endif

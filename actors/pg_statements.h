@@ -1,0 +1,42 @@
+/*  actors/pg_statements.h - the prepared statements pg_writer runs
+    One row per statement: the SQL call (the functions themselves live in
+    schema/), and the parameter types, which decide the binary encoding of
+    each msgpack parameter. Numbers are append-only.
+*/
+#ifndef QN_ACTORS_PG_STATEMENTS_H
+#define QN_ACTORS_PG_STATEMENTS_H
+
+#include <stdint.h>
+
+#include "wire/pg_codec.h"
+
+#define QN_SQL_MAX_PARAMS 24
+
+typedef enum {
+    QN_SQL_RAW = 0,             //  Not prepared: SQL text comes with the request
+    QN_SQL_PING,
+    QN_SQL_PUSH,
+    QN_SQL_POP,
+    QN_SQL_POP_NS,
+    QN_SQL_ACK,
+    QN_SQL_TXN,
+    QN_SQL_RENEW,
+    QN_SQL_CONFIGURE,
+    QN_SQL_RETENTION,
+    QN_SQL_QUEUE_DELETE,
+    QN_SQL_PARTITION_DELETE,
+    QN_SQL_ENSURE_SEGMENTS,
+    QN_SQL_COUNT_
+} qn_sql_id_t;
+
+typedef struct {
+    const char *name;           //  Prepared statement name
+    const char *sql;
+    uint32_t nparams;
+    uint32_t types [QN_SQL_MAX_PARAMS];
+} qn_sql_stmt_t;
+
+//  The statement for `id`, or NULL.
+const qn_sql_stmt_t *qn_sql_stmt (uint32_t id);
+
+#endif

@@ -1,0 +1,114 @@
+/*  cmd/queen/main.c - the broker: config, schema, start actors, wait, stop
+    Exits 0 after a clean shutdown (SIGTERM/SIGINT), 1 when it cannot
+    start (PostgreSQL unreachable past DB_CONNECTION_TIMEOUT, schema
+    failure, port taken), 2 for bad configuration.
+*/
+#include "actors/actors.h"
+#include "kernel/schema.h"
+
+#include <libpq-fe.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+//  Connects with retries until the deadline. Returns the connection or
+//  NULL after logging one line naming host, port and the libpq error.
+static PGconn *
+s_connect (const qn_config_t *config)
+{
+    qn_pg_params_t p;
+    qn_pg_params (config, &p, 3);
+    int64_t deadline = qn_now_ms () + config->db_connection_timeout_ms;
+    int64_t delay = 100;
+    for (;;) {
+        PGconn *conn = PQconnectdbParams (p.keys, p.values, 0);
+        if (PQstatus (conn) == CONNECTION_OK)
+            return conn;
+        char why [512];
+        snprintf (why, sizeof why, "%s", PQerrorMessage (conn));
+        for (char *c = why; *c; c++)
+            if (*c == '\n')
+                *c = ' ';
+        PQfinish (conn);
+        if (qn_now_ms () + delay > deadline) {
+            qn_error ("cannot connect to PostgreSQL: host=%s port=%lld db=%s user=%s error=%s",
+                      config->pg_host, (long long) config->pg_port, config->pg_db,
+                      config->pg_user, why);
+            return NULL;
+        }
+        qn_debug ("postgresql not ready, retrying: error=%s", why);
+        usleep ((useconds_t) delay * 1000);
+        delay = delay * 2 > 2000 ? 2000 : delay * 2;
+    }
+}
+
+static int
+s_boot_schema (const qn_config_t *config)
+{
+    PGconn *conn = s_connect (config);
+    if (!conn)
+        return -1;
+    char err [1024];
+    int applied = qn_schema_apply (conn, err, sizeof err);
+    PQfinish (conn);
+    if (applied < 0) {
+        qn_error ("schema not applied: %s", err);
+        return -1;
+    }
+    qn_info ("schema ready: files_applied=%d", applied);
+    return 0;
+}
+
+int
+main (int argc, char **argv)
+{
+    for (int i = 1; i < argc; i++) {
+        if (!strcmp (argv [i], "--help") || !strcmp (argv [i], "-h")) {
+            qn_config_help (stdout);
+            return 0;
+        }
+        if (!strcmp (argv [i], "--config-markdown")) {
+            qn_config_markdown (stdout);
+            return 0;
+        }
+        fprintf (stderr, "queen: unknown argument '%s' (try --help)\n", argv [i]);
+        return 2;
+    }
+    qn_config_t config;
+    char err [256];
+    if (qn_config_load (&config, err, sizeof err)) {
+        fprintf (stderr, "queen: bad configuration: %s\n", err);
+        qn_config_free (&config);
+        return 2;
+    }
+    qn_log_set_level_name (config.log_level);
+    qn_info ("starting: port=%lld pg=%s:%lld/%s pool=%lld", (long long) config.port,
+             config.pg_host, (long long) config.pg_port, config.pg_db,
+             (long long) config.db_pool_size);
+    if (s_boot_schema (&config)) {
+        qn_config_free (&config);
+        return 1;
+    }
+    qn_kernel_t *kernel = qn_kernel_new (&config);
+    //  Dependency order: the stores first, the front door last, so a stop
+    //  in reverse order closes the door before anything behind it.
+    bool ok = qn_pg_writer_new (kernel, &config, "pg_writer", (uint32_t) config.db_pool_size)
+           && qn_pg_writer_new (kernel, &config, "pg_reader", (uint32_t) config.db_read_pool_size)
+           && (!qn_spool_new || qn_spool_new (kernel, &config))
+           && (!qn_lease_manager_new || qn_lease_manager_new (kernel, &config))
+           && (!qn_retention_new || qn_retention_new (kernel, &config))
+           && qn_codec_http_new (kernel, &config)
+           && qn_acceptor_new (kernel, &config);
+    int rc = 1;
+    if (ok) {
+        qn_info ("ready");
+        rc = qn_kernel_run (kernel, (uint32_t) config.shutdown_timeout_ms) ? 1 : 0;
+    }
+    else
+        qn_kernel_stop_all (kernel, 2000);
+    qn_kernel_destroy (&kernel);
+    qn_info ("stopped: rc=%d", rc);
+    qn_config_free (&config);
+    return rc;
+}
