@@ -50,6 +50,8 @@ CREATE TABLE queen.partitions (
   created_at timestamptz NOT NULL DEFAULT now(),
   UNIQUE (queue_id, name)
 );
+-- walk a queue's partitions in id order (group backfill, retention, sweeps)
+CREATE INDEX partitions_queue_id ON queen.partitions (queue_id, id);
 
 -- One row per (queue, group). The contract's queue mode group is the row named
 -- '__QUEUE_MODE__', created together with the queue (start_seq 0).

@@ -14,6 +14,7 @@ for f in "$schema"/*.sql; do
     fi
   fi
   {
+    echo "SET client_min_messages = warning;"
     echo "BEGIN;"
     echo "SELECT pg_advisory_xact_lock(7193553170000001);"
     cat "$f"
