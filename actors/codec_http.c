@@ -15,6 +15,7 @@
 #include "codec_http.h"
 #include "kernel/hashmap.h"
 #include "wire/http_api.h"
+#include "wire/route.h"
 
 #include <stdarg.h>
 #include <stdlib.h>
@@ -497,39 +498,6 @@ const qn_http_route_t qn_http_routes_core [] = {
 };
 
 // ------------------------------------------------------------------ routing
-//  Matches url against pattern; fills params. Returns the number of
-//  literal segments matched (for "literal beats parameter"), or -1.
-static int
-s_match (const char *pattern, qn_http_ctx_t *ctx)
-{
-    const qn_url_t *url = &ctx->url;
-    uint32_t seg = 0;
-    int literals = 0, nparams = 0;
-    const char *p = pattern;
-    while (*p == '/') {
-        p++;
-        const char *end = strchr (p, '/');
-        size_t len = end ? (size_t) (end - p) : strlen (p);
-        if (seg >= url->seg_count)
-            return -1;
-        if (p [0] == ':') {
-            if (nparams == QN_HTTP_MAX_PARAMS || url->seg_len [seg] == 0)
-                return -1;
-            ctx->params [nparams] = url->segments [seg];
-            ctx->param_len [nparams] = url->seg_len [seg];
-            nparams++;
-        }
-        else {
-            if (url->seg_len [seg] != len || memcmp (url->segments [seg], p, len))
-                return -1;
-            literals++;
-        }
-        seg++;
-        p += len;
-    }
-    return seg == url->seg_count ? literals : -1;
-}
-
 static const qn_http_route_t *
 s_route (qn_http_ctx_t *ctx, bool *path_known)
 {
@@ -544,7 +512,7 @@ s_route (qn_http_ctx_t *ctx, bool *path_known)
     *path_known = false;
     for (size_t t = 0; t < sizeof tables / sizeof tables [0]; t++)
         for (const qn_http_route_t *r = tables [t]; r && r->method; r++) {
-            int lit = s_match (r->pattern, ctx);
+            int lit = qn_route_match (r->pattern, &ctx->url, ctx->params, ctx->param_len);
             if (lit < 0)
                 continue;
             *path_known = true;

@@ -25,7 +25,7 @@ typedef enum {
     QN_AUTH_ADMIN = 3
 } qn_auth_level_t;
 
-#define QN_HTTP_MAX_PARAMS 6
+#define QN_HTTP_MAX_PARAMS 6     //  = QN_ROUTE_MAX_PARAMS
 
 struct qn_http_ctx {
     qn_codec_t *codec;          //  Not owned

@@ -995,11 +995,6 @@ qn_kernel_config (qn_kernel_t *self)
     return self->config;
 }
 
-//  Lets tests drive the creating thread as an actor: routes for replies
-//  and messages sent to "main", one loop iteration per call.
-void qn_kernel_main_routes (qn_kernel_t *self, const qn_route_t *routes, void *state);
-void qn_kernel_poll (qn_kernel_t *self, int timeout_ms);
-
 void
 qn_kernel_main_routes (qn_kernel_t *self, const qn_route_t *routes, void *state)
 {

@@ -100,6 +100,11 @@ void qn_kernel_shutdown (qn_kernel_t *self);
 //  Stops all actors now (reverse order) without waiting for a signal.
 int qn_kernel_stop_all (qn_kernel_t *self, uint32_t deadline_ms);
 bool qn_kernel_stopping (qn_kernel_t *self);
+//  The thread that created the kernel acts as the actor "main" (tests and
+//  tools): these set its routes and state, and run one loop iteration
+//  (timers, messages, fds) waiting at most timeout_ms.
+void qn_kernel_main_routes (qn_kernel_t *self, const qn_route_t *routes, void *state);
+void qn_kernel_poll (qn_kernel_t *self, int timeout_ms);
 
 // ------------------------------------------------------------------ messaging (from an actor thread)
 int qn_send (qn_kernel_t *self, const qn_msg_t *msg);
