@@ -28,6 +28,7 @@ CMD_BINS   := $(BUILD)/queen $(if $(wildcard cmd/queen-verify/main.c),$(BUILD)/q
 
 .PHONY: all deps run test unit integration asan check-asan bench clean help fuzz
 .DEFAULT_GOAL := all
+.SECONDARY:
 
 all: $(CMD_BINS)
 
