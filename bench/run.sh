@@ -95,7 +95,10 @@ if [ $# -gt 0 ]; then
         scenarios="$scenarios bench/$name.sh"
     done
 else
-    scenarios=$(ls bench/*.sh | grep -v '^bench/run\.sh$' || true)
+    scenarios=""
+    for f in bench/*.sh; do
+        [ "$f" = bench/run.sh ] || [ ! -f "$f" ] || scenarios="$scenarios $f"
+    done
 fi
 [ -n "$scenarios" ] || { echo "bench: no scenarios in bench/" >&2; exit 1; }
 

@@ -103,11 +103,13 @@ if [ -f test/sql/run.sh ]; then
          -v ON_ERROR_STOP=1 -c 'CREATE DATABASE sqltest' >/dev/null
     sqlargs="-h 127.0.0.1 -p $QN_PG_PORT -U postgres -d sqltest"
     echo "integration: SQL tests (test/sql) against database sqltest"
-    # shellcheck disable=SC2086
-    if [ -f test/sql/apply.sh ] && ! run_group sh test/sql/apply.sh $sqlargs; then
+    # shellcheck disable=SC2086  # sqlargs is split on purpose
+    if [ ! -f test/sql/apply.sh ]; then
+        echo "integration: test/sql/apply.sh missing: cannot apply the schema for the SQL tests" >&2
+        failed="$failed sql-apply"
+    elif ! run_group sh test/sql/apply.sh $sqlargs; then
         echo "integration: test/sql/apply.sh failed" >&2
         failed="$failed sql-apply"
-    # shellcheck disable=SC2086
     elif ! run_group sh test/sql/run.sh $sqlargs; then
         failed="$failed sql"
     fi
