@@ -27,6 +27,7 @@
 #define S_MAX_QUEUED     200000
 #define S_PING_MS        1000
 #define S_PING_DEAD_MS   1500
+#define S_CONNECT_TIMEOUT_MS 5000
 
 typedef enum { C_DOWN, C_CONNECTING, C_IDLE, C_BUSY } s_conn_state_t;
 typedef enum { J_EXEC, J_PUSH, J_PING } s_job_kind_t;
@@ -70,6 +71,7 @@ typedef struct {
     int64_t backoff_ms;
     s_job_t *job;               //  In flight
     int64_t busy_since_ms;
+    int64_t connect_started_ms;
     bool expect_prepare;
     bool prepared [QN_SQL_COUNT_];
     PGresult *result;           //  The statement's result, until SYNC
@@ -831,6 +833,7 @@ s_conn_start (self_t *self, s_conn_t *c)
         return;
     }
     c->state = C_CONNECTING;
+    c->connect_started_ms = qn_now_ms ();
     c->fd = PQsocket (c->conn);
     if (c->fd >= 0) {
         c->want_write = true;
@@ -902,11 +905,20 @@ s_on_tick (void *self_, void *arg)
     (void) arg;
     self_t *self = self_;
     int64_t now = qn_now_ms ();
+    //  Asynchronous connects have no timeout of their own: a server that
+    //  accepts TCP but never answers (frozen) would hold them forever.
+    for (uint32_t i = 0; i <= self->pool_size; i++) {
+        s_conn_t *c = i < self->pool_size ? &self->pool [i] : &self->health;
+        if (c->state == C_CONNECTING && now - c->connect_started_ms > S_CONNECT_TIMEOUT_MS)
+            s_conn_drop (self, c, "connect timed out");
+    }
     for (uint32_t i = 0; i < self->pool_size; i++)
         if (self->pool [i].state == C_DOWN && now >= self->pool [i].retry_at_ms)
             s_conn_start (self, &self->pool [i]);
     if (self->is_writer) {
         s_conn_t *h = &self->health;
+        if (h->state == C_CONNECTING && now - h->connect_started_ms > S_PING_DEAD_MS)
+            s_publish_health (self, false);
         if (h->state == C_DOWN && now >= h->retry_at_ms)
             s_conn_start (self, h);
         if (self->ping_sent_ms && now - self->ping_sent_ms > S_PING_DEAD_MS)

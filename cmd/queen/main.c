@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 //  Connects with retries until the deadline. Returns the connection or
@@ -31,14 +32,15 @@ s_connect (const qn_config_t *config)
             if (*c == '\n')
                 *c = ' ';
         PQfinish (conn);
-        if (qn_now_ms () + delay > deadline) {
+        int64_t left = deadline - qn_now_ms ();
+        if (left <= 0) {
             qn_error ("cannot connect to PostgreSQL: host=%s port=%lld db=%s user=%s error=%s",
                       config->pg_host, (long long) config->pg_port, config->pg_db,
                       config->pg_user, why);
             return NULL;
         }
         qn_debug ("postgresql not ready, retrying: error=%s", why);
-        usleep ((useconds_t) delay * 1000);
+        usleep ((useconds_t) (delay < left ? delay : left) * 1000);
         delay = delay * 2 > 2000 ? 2000 : delay * 2;
     }
 }
@@ -83,6 +85,12 @@ main (int argc, char **argv)
         return 2;
     }
     qn_log_set_level_name (config.log_level);
+    //  Every client is a file descriptor: take all the kernel allows.
+    struct rlimit nofile;
+    if (getrlimit (RLIMIT_NOFILE, &nofile) == 0 && nofile.rlim_cur < nofile.rlim_max) {
+        nofile.rlim_cur = nofile.rlim_max;
+        setrlimit (RLIMIT_NOFILE, &nofile);
+    }
     qn_info ("starting: port=%lld pg=%s:%lld/%s pool=%lld", (long long) config.port,
              config.pg_host, (long long) config.pg_port, config.pg_db,
              (long long) config.db_pool_size);
