@@ -105,6 +105,8 @@ test('http parses JSON, keeps text, sends bodies and headers', async (t) => {
         method: 'POST', body: '{"a":1}', type: 'application/json', x: 'yes',
     });
     assert.equal(posted.headers['content-type'], 'application/json');
+    assert.equal(posted.headers.get('Content-Type'), 'application/json');
+    assert.equal(posted.headers.get('X-Missing'), null);
 
     const text = await http(`${url}/text`);
     assert.equal(text.status, 404);

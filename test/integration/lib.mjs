@@ -197,7 +197,8 @@ export async function pgThaw () {
 }
 
 //  Plain HTTP request with the built-in fetch. A non-string body is sent as
-//  JSON. Resolves to { status, headers (lowercase keys), body (parsed JSON
+//  JSON. Resolves to { status, headers (lowercase keys, and headers.get(name)
+//  like fetch's Headers), body (parsed JSON
 //  when the response says JSON, else text), raw (text) }. Never throws for
 //  HTTP errors; throws on network errors and after timeoutMs.
 export async function http (url, { method = 'GET', body, headers = {}, timeoutMs = 30000 } = {}) {
@@ -216,6 +217,11 @@ export async function http (url, { method = 'GET', body, headers = {}, timeoutMs
     const raw = await res.text();
     const headerObj = {};
     res.headers.forEach((value, key) => { headerObj[key] = value; });
+    //  Also readable like fetch's Headers: headers.get('Content-Type')
+    Object.defineProperty(headerObj, 'get', {
+        value: (name) => headerObj[String(name).toLowerCase()] ?? null,
+        enumerable: false,
+    });
     let parsed = raw;
     if ((headerObj['content-type'] || '').includes('json') && raw.length > 0) {
         try {
