@@ -279,3 +279,14 @@ test('bad configuration: clear error, exit 2; --help lists every setting', async
                         'DB_POOL_SIZE', 'DB_STATEMENT_TIMEOUT', 'LOG_LEVEL', 'MAX_BODY_BYTES'])
         assert.match(h.out, new RegExp(`\\b${name}\\b`));
 });
+
+test('README configuration table matches the settings table', async () => {
+    const out = await new Promise((resolve) => {
+        const p = spawn(BIN, ['--config-markdown']);
+        let text = '';
+        p.stdout.on('data', (d) => { text += d; });
+        p.on('close', () => resolve(text));
+    });
+    const readme = fs.readFileSync(new URL('../../README.md', import.meta.url), 'utf8');
+    assert.ok(readme.includes(out.trim()), 'run scripts/readme-config.sh build');
+});
