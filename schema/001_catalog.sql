@@ -218,6 +218,7 @@ DECLARE
   v_ahead  int;
   v_size   bigint;
   v_rate   float8;
+  v_room   bigint;
   v_made   int := 0;
   v_name   text;
   r        record;
@@ -237,6 +238,7 @@ BEGIN
 
   SELECT count(*) FILTER (WHERE lo > v_last), max(hi) INTO v_ahead, v_top FROM queen.segments;
   v_top := COALESCE(v_top, 1);
+  v_room := v_top - 1 - v_last;
 
   SELECT (value #>> '{}')::bigint INTO v_size FROM queen.system_state WHERE key = 'segment_rows';
   IF v_size IS NULL THEN
@@ -247,7 +249,8 @@ BEGIN
     v_size := LEAST(GREATEST(COALESCE(v_rate, 0) * 1200, 1000000), 500000000)::bigint;
   END IF;
 
-  WHILE v_ahead < 3 LOOP
+  -- >= 3 empty segments ahead, and at least one segment size of room
+  WHILE v_ahead < 3 OR v_room < v_size LOOP
     v_name := 'messages_' || lpad(v_top::text, 19, '0');
     EXECUTE format('CREATE TABLE queen.%I (LIKE queen.messages INCLUDING DEFAULTS) '
                    'WITH (autovacuum_vacuum_insert_scale_factor = 0.05)', v_name);
@@ -255,6 +258,7 @@ BEGIN
                    'FOR VALUES FROM (%s) TO (%s)', v_name, v_top, v_top + v_size);
     INSERT INTO queen.segments (lo, hi, relname) VALUES (v_top, v_top + v_size, v_name);
     v_top := v_top + v_size;
+    v_room := v_room + v_size;
     v_ahead := v_ahead + 1;
     v_made := v_made + 1;
   END LOOP;

@@ -259,6 +259,13 @@ BEGIN
     END IF;
   END IF;
 
+  -- safety net: the maintenance job keeps segments ahead of the sequence; if
+  -- it fell behind, extend them here rather than fail the insert
+  IF (SELECT last_value FROM queen.msg_seq) + cardinality(p_queues) + 1
+     >= (SELECT max(hi) FROM queen.segments) THEN
+    PERFORM queen.ensure_segments();
+  END IF;
+
   RETURN QUERY
   WITH pairs AS (
     SELECT * FROM unnest(pq, pn, ppid, pqid) AS x(q, n, pid, qid)),
