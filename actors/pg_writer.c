@@ -28,6 +28,7 @@
 #define S_PING_MS        1000
 #define S_PING_DEAD_MS   1500
 #define S_CONNECT_TIMEOUT_MS 5000
+#define S_HEALTH_REPEAT_MS 2000
 
 typedef enum { C_DOWN, C_CONNECTING, C_IDLE, C_BUSY } s_conn_state_t;
 typedef enum { J_EXEC, J_PUSH, J_PING } s_job_kind_t;
@@ -91,6 +92,7 @@ typedef struct {
     int64_t ping_sent_ms;       //  0 = no ping in flight
     bool db_up;
     bool db_up_known;
+    int64_t health_published_ms;
     s_job_t *head, *tail;       //  Queued exec jobs
     uint32_t queued;
     s_push_req_t *push_head, *push_tail;
@@ -270,6 +272,8 @@ s_job_params (s_job_t *j, const qn_sql_stmt_t *stmt, const msgpack_object *param
         j->offsets [i] = at;
         j->lengths [i] = (int) (j->params.len - at);
         j->formats [i] = qn_pg_param_format (oid);
+        if (!j->formats [i] && rc == 0)
+            qn_buf_putc (&j->params, 0);    //  libpq reads a text parameter up to its NUL
     }
     return 0;
 }
@@ -499,18 +503,25 @@ s_conn_clear_result (s_conn_t *c)
     c->sqlstate [0] = 0;
 }
 
+//  Publishes a change of health at once, and the current state again
+//  every few seconds: bus events are hints and a subscriber that joined
+//  late (or lost one) catches up.
 static void
 s_publish_health (self_t *self, bool up)
 {
-    if (self->db_up_known && self->db_up == up)
+    int64_t now = qn_now_ms ();
+    bool changed = !self->db_up_known || self->db_up != up;
+    if (!changed && now - self->health_published_ms < S_HEALTH_REPEAT_MS)
         return;
+    self->health_published_ms = now;
     self->db_up = up;
     self->db_up_known = true;
     qn_gauge_set (self->kernel, "db_healthy", up);
-    if (up)
+    if (changed && up)
         qn_info ("database reachable: host=%s port=%lld", self->config->pg_host,
                  (long long) self->config->pg_port);
     else
+    if (changed)
         qn_warn ("database unreachable: host=%s port=%lld", self->config->pg_host,
                  (long long) self->config->pg_port);
     msgpack_sbuffer buf;
@@ -542,9 +553,10 @@ s_conn_drop (self_t *self, s_conn_t *c, const char *why)
         self->ping_sent_ms = 0;
         s_publish_health (self, false);
     }
+    qn_debug ("connection dropped: actor=%s reason=%s", self->name, why);
     s_conn_clear_result (c);
     if (c->conn)
-        PQfinish (c->conn);
+        PQfinish (c->conn);         //  `why` may point into it: logged above
     c->conn = NULL;
     c->fd = -1;
     c->state = C_DOWN;
@@ -553,7 +565,7 @@ s_conn_drop (self_t *self, s_conn_t *c, const char *why)
         c->backoff_ms = 2000;
     c->retry_at_ms = qn_now_ms () + c->backoff_ms;
     memset (c->prepared, 0, sizeof c->prepared);
-    qn_debug ("connection dropped: actor=%s reason=%s", self->name, why);
+    why = "connection closed";
     //  Jobs that can no longer run anywhere fail now.
     if (!s_any_live (self) && c != &self->health) {
         while (self->head) {
@@ -824,10 +836,20 @@ s_connect_poll (self_t *self, s_conn_t *c)
     }
 }
 
+//  Server notices go to the debug log, not to stderr.
+static void
+s_notice (void *arg, const char *message)
+{
+    (void) arg;
+    qn_debug ("postgresql notice: %s", message);
+}
+
 static void
 s_conn_start (self_t *self, s_conn_t *c)
 {
     c->conn = PQconnectStartParams (self->params.keys, self->params.values, 0);
+    if (c->conn)
+        PQsetNoticeProcessor (c->conn, s_notice, NULL);
     if (!c->conn || PQstatus (c->conn) == CONNECTION_BAD) {
         s_conn_drop (self, c, c->conn ? PQerrorMessage (c->conn) : "out of memory");
         return;
@@ -926,6 +948,8 @@ s_on_tick (void *self_, void *arg)
         if (h->state == C_DOWN && (!self->db_up_known || self->db_up)
         &&  h->backoff_ms >= 400)
             s_publish_health (self, false);
+        if (self->db_up_known)
+            s_publish_health (self, self->db_up);   //  Repeats, rate-limited
     }
     s_pump (self);
 }

@@ -601,18 +601,26 @@ s_check_writable (qn_actor_t *a)
 }
 
 // ------------------------------------------------------------------ bus
+//  Each actor's publisher connects when the actor starts, long before it
+//  publishes: a PUB socket drops what it sends before it has learnt the
+//  subscriptions ("slow joiner").
+static int
+s_pub_open (qn_actor_t *a)
+{
+    a->pub = zmq_socket (a->kernel->zctx, ZMQ_PUB);
+    int hwm = S_DEFAULT_HWM, linger = 0;
+    zmq_setsockopt (a->pub, ZMQ_SNDHWM, &hwm, sizeof hwm);
+    zmq_setsockopt (a->pub, ZMQ_LINGER, &linger, sizeof linger);
+    return zmq_connect (a->pub, S_BUS_IN) ? QN_EIO : 0;
+}
+
 int
 qn_publish (qn_kernel_t *self, const char *topic, uint16_t type, const void *body, size_t len)
 {
+    (void) self;
     qn_actor_t *a = s_actor ();
-    if (!a->pub) {
-        a->pub = zmq_socket (self->zctx, ZMQ_PUB);
-        int hwm = S_DEFAULT_HWM, linger = 0;
-        zmq_setsockopt (a->pub, ZMQ_SNDHWM, &hwm, sizeof hwm);
-        zmq_setsockopt (a->pub, ZMQ_LINGER, &linger, sizeof linger);
-        if (zmq_connect (a->pub, S_BUS_IN))
-            return QN_EIO;
-    }
+    if (!a->pub && s_pub_open (a))
+        return QN_EIO;
     if (zmq_send (a->pub, topic, strlen (topic), ZMQ_SNDMORE | ZMQ_DONTWAIT) < 0)
         return QN_EAGAIN;
     qn_env_t head = {
@@ -857,6 +865,7 @@ s_actor_main (void *arg)
 {
     qn_actor_t *a = arg;
     s_current = a;
+    s_pub_open (a);
     s_deliver_start (a);
     int rc = a->start_rc;
     sem_post (&a->ready);

@@ -45,12 +45,20 @@ s_connect (const qn_config_t *config)
     }
 }
 
+static void
+s_notice (void *arg, const char *message)
+{
+    (void) arg;
+    qn_debug ("postgresql notice: %s", message);
+}
+
 static int
 s_boot_schema (const qn_config_t *config)
 {
     PGconn *conn = s_connect (config);
     if (!conn)
         return -1;
+    PQsetNoticeProcessor (conn, s_notice, NULL);
     char err [1024];
     int applied = qn_schema_apply (conn, err, sizeof err);
     PQfinish (conn);
