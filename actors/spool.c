@@ -509,13 +509,19 @@ s_open_write (self_t *self)
 {
     if (s_mkdirs (self->dir))
         return -1;
-    uint64_t seq = self->next_seq;
-    char path [4096];
-    s_seg_path (self, seq, path, sizeof path);
-    int fd = open (path, O_WRONLY | O_CREAT | O_EXCL | O_APPEND | O_CLOEXEC, 0644);
+    uint64_t seq;
+    int fd = -1;
+    //  A name taken by a stray file is skipped, never appended to.
+    for (int tries = 0; fd < 0 && tries < 8; tries++) {
+        seq = self->next_seq++;
+        char path [4096];
+        s_seg_path (self, seq, path, sizeof path);
+        fd = open (path, O_WRONLY | O_CREAT | O_EXCL | O_APPEND | O_CLOEXEC, 0644);
+        if (fd < 0 && errno != EEXIST)
+            return -1;
+    }
     if (fd < 0)
         return -1;
-    self->next_seq++;
     s_fsync_dir (self);
     s_segs_push (self, seq);
     self->wfd = fd;
@@ -1256,6 +1262,7 @@ s_on_start (void *self_, const qn_env_t *env)
     s_poll (self);
     qn_timer_add (self->kernel, S_TICK_MS, S_TICK_MS, s_on_tick, NULL);
     //  Subscribers started after us (codec_http) hear the state soon.
+    qn_timer_add (self->kernel, 50, 0, s_on_tick, NULL);
     qn_timer_add (self->kernel, 300, 0, s_on_tick, NULL);
     return 0;
 }

@@ -1,8 +1,13 @@
-/*  test/unit/test_wire_spool.c - record framing of the disk spool
-    CRC32C vectors, record round trip and every split point, torn tails at
-    every byte of a three-record segment, corrupted bytes, resync past
-    damage, append-body checks, segment names and the checkpoint line.
-    Inputs sit in exact-size heap blocks so ASan catches over-reads.
+/*  test/unit/test_wire_spool.c - the disk spool
+    Record framing (pure): CRC32C vectors, record round trip and every
+    split point, torn tails at every byte of a three-record segment,
+    corrupted bytes, resync past damage, append-body checks, segment names
+    and the checkpoint line. Inputs sit in exact-size heap blocks so ASan
+    catches over-reads.
+    The spool actor with real threads against fake pg_writer / pg_reader
+    actors: durable appends, ordered replay once the database is back, a
+    refused record moved to failed.qspool, recovery of a torn tail after a
+    restart, an unwritable directory, and group commit.
 */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -10,11 +15,23 @@
 #include <stdint.h>
 #include <cmocka.h>
 
+#include <dirent.h>
+#include <fcntl.h>
 #include <msgpack.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
+#include "kernel/kernel.h"
 #include "wire/spool_codec.h"
+
+//  Declared here without actors.h's weak attribute: a strong reference is
+//  what pulls actors/spool.o out of libqueen.a into this test.
+qn_actor_t *qn_spool_new (qn_kernel_t *kernel, const qn_config_t *config);
 
 static char *
 s_exact (const void *data, size_t len)
@@ -332,6 +349,372 @@ test_checkpoint_line (void **state)
     qn_buf_free (&b);
 }
 
+
+// ------------------------------------------------------------------ the actor
+//  Fake pg_writer / pg_reader: records the transaction ids pushed, refuses
+//  items of queue "poison" (22P02), fails everything while `down`.
+typedef struct {
+    qn_kernel_t *kernel;
+    atomic_bool down;
+    pthread_mutex_t lock;
+    char txns [64][32];
+    int count;
+} s_fake_db_t;
+
+static void
+s_pack_result (msgpack_packer *pk, bool ok, const char *sqlstate, const char *message)
+{
+    msgpack_pack_array (pk, 5);
+    ok ? msgpack_pack_true (pk) : msgpack_pack_false (pk);
+    s_pack_str (pk, sqlstate);
+    s_pack_str (pk, message);
+    s_pack_str (pk, "");
+}
+
+static int
+s_fake_push (void *self_, const qn_env_t *env)
+{
+    s_fake_db_t *db = self_;
+    msgpack_unpacked msg;
+    msgpack_unpacked_init (&msg);
+    assert_int_equal (msgpack_unpack_next (&msg, env->body.ptr, env->body.len, NULL),
+                      MSGPACK_UNPACK_SUCCESS);
+    const msgpack_object *items = &msg.data.via.array.ptr [1];
+    bool poison = false;
+    for (uint32_t i = 0; i < items->via.array.size; i++) {
+        const msgpack_object *q = &items->via.array.ptr [i].via.array.ptr [0];
+        poison = poison || (q->via.str.size == 6 && !memcmp (q->via.str.ptr, "poison", 6));
+    }
+    qn_buf_t out = QN_BUF_INIT;
+    msgpack_packer pk;
+    msgpack_packer_init (&pk, &out, s_write);
+    if (atomic_load (&db->down))
+        s_pack_result (&pk, false, "08006", "database unavailable");
+    else
+    if (poison)
+        s_pack_result (&pk, false, "22P02", "invalid input");
+    else {
+        s_pack_result (&pk, true, "00000", "");
+        msgpack_pack_array (&pk, items->via.array.size);
+        pthread_mutex_lock (&db->lock);
+        for (uint32_t i = 0; i < items->via.array.size; i++) {
+            const msgpack_object *txn = &items->via.array.ptr [i].via.array.ptr [2];
+            if (db->count < 64)
+                snprintf (db->txns [db->count++], 32, "%.*s", (int) txn->via.str.size, txn->via.str.ptr);
+            msgpack_pack_array (&pk, 5);
+            msgpack_pack_uint32 (&pk, i + 1);
+            msgpack_pack_uint32 (&pk, 100 + i);
+            msgpack_pack_uint32 (&pk, 1);
+            msgpack_pack_uint32 (&pk, 1);
+            msgpack_pack_false (&pk);
+        }
+        pthread_mutex_unlock (&db->lock);
+    }
+    if (!(out.len && out.data [1] == (char) 0xc3))
+        msgpack_pack_array (&pk, 0);
+    qn_reply (db->kernel, env, QN_MSG_PG_RESULT, out.data, out.len, NULL, 0);
+    qn_buf_free (&out);
+    msgpack_unpacked_destroy (&msg);
+    return 0;
+}
+
+//  The maintenance poll: no rows (both flags off), or down.
+static int
+s_fake_exec (void *self_, const qn_env_t *env)
+{
+    s_fake_db_t *db = self_;
+    qn_buf_t out = QN_BUF_INIT;
+    msgpack_packer pk;
+    msgpack_packer_init (&pk, &out, s_write);
+    bool down = atomic_load (&db->down);
+    s_pack_result (&pk, !down, down ? "08006" : "00000", "");
+    msgpack_pack_array (&pk, 0);
+    qn_reply (db->kernel, env, QN_MSG_PG_RESULT, out.data, out.len, NULL, 0);
+    qn_buf_free (&out);
+    return 0;
+}
+
+static const qn_route_t s_fake_routes [] = {
+    { QN_MSG_PG_PUSH, s_fake_push },
+    { QN_MSG_PG_EXEC, s_fake_exec },
+    { 0, NULL }
+};
+
+typedef struct {
+    int replies;
+    int ok;
+    char sqlstate [6];
+    uint64_t stats [2];         //  pending, failed
+    int stats_replies;
+} s_main_t;
+
+static void
+s_on_append_reply (void *self_, void *arg, const qn_env_t *env)
+{
+    (void) arg;
+    s_main_t *m = self_;
+    assert_non_null (env);
+    msgpack_unpacked msg;
+    msgpack_unpacked_init (&msg);
+    assert_int_equal (msgpack_unpack_next (&msg, env->body.ptr, env->body.len, NULL),
+                      MSGPACK_UNPACK_SUCCESS);
+    const msgpack_object *f = msg.data.via.array.ptr;
+    assert_int_equal (msg.data.via.array.size, 5);
+    m->replies++;
+    m->ok += f [0].via.boolean;
+    snprintf (m->sqlstate, sizeof m->sqlstate, "%.*s", (int) f [1].via.str.size, f [1].via.str.ptr);
+    msgpack_unpacked_destroy (&msg);
+}
+
+static void
+s_on_stats_reply (void *self_, void *arg, const qn_env_t *env)
+{
+    (void) arg;
+    s_main_t *m = self_;
+    if (!env)
+        return;
+    msgpack_unpacked msg;
+    msgpack_unpacked_init (&msg);
+    if (msgpack_unpack_next (&msg, env->body.ptr, env->body.len, NULL) == MSGPACK_UNPACK_SUCCESS
+    &&  msg.data.via.array.size >= 3) {
+        m->stats [0] = msg.data.via.array.ptr [0].via.u64;
+        m->stats [1] = msg.data.via.array.ptr [1].via.u64;
+        m->stats_replies++;
+    }
+    msgpack_unpacked_destroy (&msg);
+}
+
+typedef struct {
+    qn_kernel_t *k;
+    qn_config_t cfg;
+    s_fake_db_t db;
+    s_main_t m;
+    char dir [64];
+} s_rig_t;
+
+//  A kernel with the fakes and a spool on `dir`; the database starts `down`.
+static void
+s_rig_start (s_rig_t *r, const char *dir, bool down, int64_t fsync_ms)
+{
+    memset (&r->cfg, 0, sizeof r->cfg);
+    r->cfg.file_buffer_dir = (char *) dir;
+    r->cfg.spool_fsync_ms = fsync_ms;
+    r->cfg.push_max_batch = 10000;
+    r->cfg.db_statement_timeout_ms = 2000;
+    memset (&r->m, 0, sizeof r->m);
+    qn_log_set_level (QN_LOG_ERROR);
+    r->k = qn_kernel_new (&r->cfg);
+    qn_kernel_main_routes (r->k, NULL, &r->m);
+    r->db.kernel = r->k;
+    atomic_store (&r->db.down, down);
+    qn_actor_def_t w = { .name = "pg_writer", .routes = s_fake_routes, .self = &r->db };
+    qn_actor_def_t rd = { .name = "pg_reader", .routes = s_fake_routes, .self = &r->db };
+    assert_non_null (qn_actor_spawn (r->k, &w));
+    assert_non_null (qn_actor_spawn (r->k, &rd));
+    assert_non_null (qn_spool_new (r->k, &r->cfg));
+}
+
+static void
+s_rig_stop (s_rig_t *r)
+{
+    assert_int_equal (qn_kernel_stop_all (r->k, 5000), 0);
+    qn_kernel_destroy (&r->k);
+}
+
+//  Appends one record of one item and waits for the answer.
+static void
+s_append (s_rig_t *r, const char *queue, const char *txn)
+{
+    qn_buf_t b = QN_BUF_INIT;
+    msgpack_packer pk;
+    msgpack_packer_init (&pk, &b, s_write);
+    msgpack_pack_array (&pk, 2);
+    s_pack_str (&pk, "");
+    msgpack_pack_array (&pk, 1);
+    msgpack_pack_array (&pk, 7);
+    s_pack_str (&pk, queue);
+    s_pack_str (&pk, "Default");
+    s_pack_str (&pk, txn);
+    msgpack_pack_bin (&pk, 2);
+    msgpack_pack_bin_body (&pk, "{}", 2);
+    msgpack_pack_nil (&pk);
+    msgpack_pack_nil (&pk);
+    msgpack_pack_false (&pk);
+    int before = r->m.replies;
+    qn_msg_t msg = { .to = "spool", .type = QN_MSG_SPOOL_APPEND, .body = b.data, .body_len = b.len };
+    assert_int_equal (qn_request (r->k, &msg, 5000, s_on_append_reply, NULL), 0);
+    qn_buf_free (&b);
+    for (int i = 0; i < 500 && r->m.replies == before; i++)
+        qn_kernel_poll (r->k, 10);
+    assert_int_equal (r->m.replies, before + 1);
+}
+
+//  Asks the spool for its counts until they read (pending, failed).
+static bool
+s_wait_stats (s_rig_t *r, uint64_t pending, uint64_t failed)
+{
+    for (int i = 0; i < 100; i++) {
+        int before = r->m.stats_replies;
+        qn_msg_t msg = { .to = "spool", .type = QN_MSG_SPOOL_STATS, .body = "\x90", .body_len = 1 };
+        assert_int_equal (qn_request (r->k, &msg, 1000, s_on_stats_reply, NULL), 0);
+        for (int j = 0; j < 100 && r->m.stats_replies == before; j++)
+            qn_kernel_poll (r->k, 10);
+        if (r->m.stats [0] == pending && r->m.stats [1] == failed)
+            return true;
+        qn_kernel_poll (r->k, 50);
+    }
+    return false;
+}
+
+static int
+s_count_files (const char *dir, const char *prefix)
+{
+    DIR *d = opendir (dir);
+    int n = 0;
+    struct dirent *e;
+    while (d && (e = readdir (d)))
+        n += !strncmp (e->d_name, prefix, strlen (prefix));
+    if (d)
+        closedir (d);
+    return n;
+}
+
+static void
+s_rm_rf (const char *dir)
+{
+    char cmd [128];
+    snprintf (cmd, sizeof cmd, "rm -rf '%s'", dir);
+    assert_int_equal (system (cmd), 0);
+}
+
+static void
+test_actor_replay_in_order_and_refusals (void **state)
+{
+    (void) state;
+    s_rig_t *r = qn_zalloc (sizeof *r);
+    pthread_mutex_init (&r->db.lock, NULL);
+    snprintf (r->dir, sizeof r->dir, "/tmp/qn-spool-unit-XXXXXX");
+    assert_non_null (mkdtemp (r->dir));
+    s_rig_start (r, r->dir, true, 0);
+    const char *txns [] = { "a1", "a2", "a3", "p1", "b1", "b2", "b3" };
+    for (int i = 0; i < 7; i++) {
+        s_append (r, txns [i][0] == 'p' ? "poison" : "q", txns [i]);
+        assert_int_equal (r->m.ok, i + 1);
+    }
+    assert_true (s_wait_stats (r, 7, 0));
+    assert_int_equal (s_count_files (r->dir, "segment-"), 1);
+    assert_int_equal (r->db.count, 0);
+    //  The database comes back: a "db" event starts the replay at once.
+    atomic_store (&r->db.down, false);
+    qn_publish (r->k, "db", QN_MSG_DB_HEALTH, "\x91\xc3", 2);
+    assert_true (s_wait_stats (r, 0, 1));
+    pthread_mutex_lock (&r->db.lock);
+    assert_int_equal (r->db.count, 6);
+    const char *expected [] = { "a1", "a2", "a3", "b1", "b2", "b3" };
+    for (int i = 0; i < 6; i++)
+        assert_string_equal (r->db.txns [i], expected [i]);
+    pthread_mutex_unlock (&r->db.lock);
+    //  Replayed segments are gone; the refused record is kept aside, whole.
+    assert_int_equal (s_count_files (r->dir, "segment-"), 0);
+    char path [128];
+    snprintf (path, sizeof path, "%s/failed.qspool", r->dir);
+    FILE *f = fopen (path, "rb");
+    assert_non_null (f);
+    char buf [4096];
+    size_t n = fread (buf, 1, sizeof buf, f);
+    fclose (f);
+    qn_spool_scan_t scan;
+    qn_spool_scan (buf, n, &scan);
+    assert_int_equal (scan.records, 1);
+    assert_int_equal (scan.stop, QN_SPOOL_SCAN_END);
+    s_rig_stop (r);
+    //  A restart keeps counting what was set aside, and has nothing to do.
+    s_rig_start (r, r->dir, false, 0);
+    assert_true (s_wait_stats (r, 0, 1));
+    s_rig_stop (r);
+    s_rm_rf (r->dir);
+    pthread_mutex_destroy (&r->db.lock);
+    free (r);
+}
+
+static void
+test_actor_restart_recovers_torn_tail (void **state)
+{
+    (void) state;
+    s_rig_t *r = qn_zalloc (sizeof *r);
+    pthread_mutex_init (&r->db.lock, NULL);
+    snprintf (r->dir, sizeof r->dir, "/tmp/qn-spool-unit-XXXXXX");
+    assert_non_null (mkdtemp (r->dir));
+    s_rig_start (r, r->dir, true, 0);
+    s_append (r, "q", "t1");
+    s_append (r, "q", "t2");
+    s_append (r, "q", "t3");
+    assert_int_equal (r->m.ok, 3);
+    s_rig_stop (r);
+    //  A crash in the middle of a fourth append left half a record.
+    char path [128];
+    snprintf (path, sizeof path, "%s/segment-0000000000000001.qspool", r->dir);
+    FILE *f = fopen (path, "ab");
+    assert_non_null (f);
+    fwrite ("QSR1\x40\x00\x00\x00\x01\x02", 1, 10, f);
+    fclose (f);
+    s_rig_start (r, r->dir, false, 0);
+    assert_true (s_wait_stats (r, 0, 0));
+    pthread_mutex_lock (&r->db.lock);
+    assert_int_equal (r->db.count, 3);
+    assert_string_equal (r->db.txns [0], "t1");
+    assert_string_equal (r->db.txns [2], "t3");
+    pthread_mutex_unlock (&r->db.lock);
+    s_rig_stop (r);
+    s_rm_rf (r->dir);
+    pthread_mutex_destroy (&r->db.lock);
+    free (r);
+}
+
+static void
+test_actor_unwritable_and_group_commit (void **state)
+{
+    (void) state;
+    s_rig_t *r = qn_zalloc (sizeof *r);
+    pthread_mutex_init (&r->db.lock, NULL);
+    snprintf (r->dir, sizeof r->dir, "/tmp/qn-spool-unit-XXXXXX");
+    assert_non_null (mkdtemp (r->dir));
+    //  FILE_BUFFER_DIR names a regular file: every append fails, 58030.
+    char file [128];
+    snprintf (file, sizeof file, "%s/plain-file", r->dir);
+    FILE *f = fopen (file, "w");
+    assert_non_null (f);
+    fclose (f);
+    s_rig_start (r, file, true, 0);
+    s_append (r, "q", "x1");
+    assert_int_equal (r->m.ok, 0);
+    assert_string_equal (r->m.sqlstate, "58030");
+    assert_true (s_wait_stats (r, 0, 0));
+    s_rig_stop (r);
+    //  SPOOL_FSYNC_MS 50: appends sent together share fdatasyncs.
+    char dir [128];
+    snprintf (dir, sizeof dir, "%s/spool", r->dir);
+    s_rig_start (r, dir, true, 50);
+    int64_t syncs = qn_counter (r->k, "spool_fsyncs");
+    qn_buf_t b = QN_BUF_INIT;
+    s_body (&b, "", "q", 2);
+    for (int i = 0; i < 10; i++) {
+        qn_msg_t msg = { .to = "spool", .type = QN_MSG_SPOOL_APPEND, .body = b.data, .body_len = b.len };
+        assert_int_equal (qn_request (r->k, &msg, 5000, s_on_append_reply, NULL), 0);
+    }
+    qn_buf_free (&b);
+    for (int i = 0; i < 500 && r->m.replies < 10; i++)
+        qn_kernel_poll (r->k, 10);
+    assert_int_equal (r->m.ok, 10);
+    syncs = qn_counter (r->k, "spool_fsyncs") - syncs;
+    assert_true (syncs >= 1 && syncs < 10);
+    assert_true (s_wait_stats (r, 20, 0));
+    s_rig_stop (r);
+    s_rm_rf (r->dir);
+    pthread_mutex_destroy (&r->db.lock);
+    free (r);
+}
+
 int
 main (void)
 {
@@ -344,6 +727,9 @@ main (void)
         cmocka_unit_test (test_body_check),
         cmocka_unit_test (test_segment_names),
         cmocka_unit_test (test_checkpoint_line),
+        cmocka_unit_test (test_actor_replay_in_order_and_refusals),
+        cmocka_unit_test (test_actor_restart_recovers_torn_tail),
+        cmocka_unit_test (test_actor_unwritable_and_group_commit),
     };
     return cmocka_run_group_tests (tests, NULL, NULL);
 }
