@@ -774,6 +774,9 @@ qn_codec_http_new (qn_kernel_t *kernel, const qn_config_t *config)
     codec->config = config;
     codec->requests = qn_hashmap_new ();
     codec->db_up = true;            //  main connected and applied the schema
+    //  Until the spool reports, assume it holds something: a push must not
+    //  overtake items spooled before a restart.
+    codec->spool_active = qn_spool_new != NULL;
     codec->started_wall_us = qn_wall_us ();
     qn_actor_def_t def = {
         .name = "codec_http", .routes = s_routes, .self = codec, .destroy = s_destroy
