@@ -325,89 +325,20 @@ BEGIN
 END
 $$;
 
--- Fallback deletes, used while queen.queue_delete / queen.partition_delete
--- (schema/002_hot.sql) are absent. Lock order: L0 exclusive, then L1.
-CREATE FUNCTION queen._admin_queue_delete(p_tenant text, p_queue text) RETURNS bool
-LANGUAGE plpgsql AS $$
-DECLARE
-  v_qid  int;
-  v_pids bigint[];
-BEGIN
-  SELECT id INTO v_qid FROM queen.queues WHERE tenant = p_tenant AND name = p_queue;
-  IF NOT FOUND THEN
-    RETURN false;
-  END IF;
-  PERFORM pg_advisory_xact_lock(1, v_qid);
-  SELECT array_agg(id ORDER BY id) INTO v_pids FROM queen.partitions WHERE queue_id = v_qid;
-  DELETE FROM queen.ready WHERE queue_id = v_qid;
-  DELETE FROM queen.cursors WHERE partition_id = ANY (v_pids);
-  DELETE FROM queen.subscriptions s USING queen.consumer_groups g
-   WHERE s.group_id = g.id AND g.queue_id = v_qid;
-  DELETE FROM queen.consumer_groups WHERE queue_id = v_qid;
-  DELETE FROM queen.dead_letters WHERE queue_id = v_qid;
-  DELETE FROM queen.messages WHERE partition_id = ANY (v_pids);
-  DELETE FROM queen.partitions WHERE queue_id = v_qid;
-  DELETE FROM queen.queues WHERE id = v_qid;
-  RETURN true;
-END
-$$;
-
-CREATE FUNCTION queen._admin_partition_delete(p_tenant text, p_queue text, p_partition text) RETURNS bool
-LANGUAGE plpgsql AS $$
-DECLARE
-  v_qid int;
-  v_pid bigint;
-BEGIN
-  SELECT q.id, p.id INTO v_qid, v_pid
-    FROM queen.queues q JOIN queen.partitions p ON p.queue_id = q.id
-   WHERE q.tenant = p_tenant AND q.name = p_queue AND p.name = p_partition;
-  IF NOT FOUND THEN
-    RETURN false;
-  END IF;
-  PERFORM pg_advisory_xact_lock(1, v_qid);
-  PERFORM pg_advisory_xact_lock(v_pid);
-  DELETE FROM queen.ready WHERE partition_id = v_pid;
-  DELETE FROM queen.cursors WHERE partition_id = v_pid;
-  DELETE FROM queen.dead_letters WHERE partition_id = v_pid;
-  DELETE FROM queen.messages WHERE partition_id = v_pid;
-  DELETE FROM queen.partitions WHERE id = v_pid;
-  RETURN true;
-END
-$$;
-
+-- Deletes are queen.queue_delete / queen.partition_delete (002_hot.sql):
+-- catalog rows at once, the rest swept by retention in small batches.
 CREATE FUNCTION queen.api_queue_delete(p_tenant text, p_queue text) RETURNS TABLE(status int, body json)
-LANGUAGE plpgsql AS $$
-#variable_conflict use_column
-DECLARE
-  v_existed bool;
-BEGIN
-  IF to_regprocedure('queen.queue_delete(text,text)') IS NOT NULL THEN
-    EXECUTE 'SELECT existed FROM queen.queue_delete($1, $2)' INTO v_existed USING p_tenant, p_queue;
-  ELSE
-    v_existed := queen._admin_queue_delete(p_tenant, p_queue);
-  END IF;
-  RETURN QUERY SELECT 200, json_build_object('deleted', true, 'queue', p_queue,
-                                             'existed', COALESCE(v_existed, false));
-END
+LANGUAGE sql AS $$
+  SELECT 200, json_build_object('deleted', true, 'queue', p_queue, 'existed', COALESCE(d.existed, false))
+    FROM queen.queue_delete(p_tenant, p_queue) d
 $$;
 
 CREATE FUNCTION queen.api_partition_delete(p_tenant text, p_queue text, p_partition text)
 RETURNS TABLE(status int, body json)
-LANGUAGE plpgsql AS $$
-#variable_conflict use_column
-DECLARE
-  v_existed bool;
-BEGIN
-  IF to_regprocedure('queen.partition_delete(text,text,text)') IS NOT NULL THEN
-    EXECUTE 'SELECT existed FROM queen.partition_delete($1, $2, $3)' INTO v_existed
-      USING p_tenant, p_queue, p_partition;
-  ELSE
-    v_existed := queen._admin_partition_delete(p_tenant, p_queue, p_partition);
-  END IF;
-  RETURN QUERY SELECT 200, json_build_object('deleted', true, 'queue', p_queue,
-                                             'partition', p_partition,
-                                             'existed', COALESCE(v_existed, false));
-END
+LANGUAGE sql AS $$
+  SELECT 200, json_build_object('deleted', true, 'queue', p_queue, 'partition', p_partition,
+                                'existed', COALESCE(d.existed, false))
+    FROM queen.partition_delete(p_tenant, p_queue, p_partition) d
 $$;
 
 CREATE FUNCTION queen._admin_group_by(p_tenant text, p_kind text) RETURNS json
@@ -502,8 +433,8 @@ BEGIN
 END
 $$;
 
--- The message (partition id, transactionId): a client transactionId, or the
--- message-id form (p_seq) when the stored txn_id is NULL.
+-- The message (partition id, transactionId): a stored client transactionId
+-- first, else the message-id form (p_seq, decoded by the broker).
 CREATE FUNCTION queen._admin_find_msg(p_tenant text, p_pid bigint, p_txn text, p_seq bigint,
   OUT seq bigint, OUT qid int)
 LANGUAGE sql STABLE AS $$
@@ -515,7 +446,7 @@ LANGUAGE sql STABLE AS $$
         (SELECT x.seq FROM queen.messages x WHERE x.partition_id = p.id AND x.txn_id = p_txn
           ORDER BY x.seq LIMIT 1),
         (SELECT x.seq FROM queen.messages x WHERE p_seq IS NOT NULL AND x.partition_id = p.id
-            AND x.seq = p_seq AND x.txn_id IS NULL)) AS seq) m
+            AND x.seq = p_seq)) AS seq) m
    WHERE p.id = p_pid AND m.seq IS NOT NULL
 $$;
 
