@@ -30,7 +30,8 @@
     X (QN_MSG_SPOOL_STATS,   41)   /* -> spool: counts */ \
     X (QN_MSG_SPOOL_REPLAYED, 42)  /* event "spool": replay progress */ \
     X (QN_MSG_TICK,          50)   /* periodic self-message */ \
-    X (QN_MSG_CONFIG,        51)   /* event "maintenance": [push, pop] */
+    X (QN_MSG_CONFIG,        51)   /* event "maintenance": [push, pop] */ \
+    X (QN_MSG_POP_SETTLED,   36)   /* codec_http -> lease_manager: woken pop done [ctx_id, found] */
 
 typedef enum {
 #define QN_MSG_ENUM(name, num) name = num,
