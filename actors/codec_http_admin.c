@@ -20,6 +20,8 @@
 
 #include <assert.h>
 #include <inttypes.h>
+#include <openssl/evp.h>
+#include <sodium.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -67,12 +69,16 @@ typedef struct {
 
 typedef enum { S_NO_BODY = 0, S_BODY_OPTIONAL, S_BODY_REQUIRED } s_body_t;
 
+//  Rewrites a 200 body in place before it is sent (e.g. decryption).
+typedef void (s_post_fn) (qn_codec_t *codec, qn_buf_t *body);
+
 typedef struct {
     const char *fn;             //  queen.<fn> (p_tenant, args...)
     bool write;                 //  pg_writer, else pg_reader
     s_body_t body;
     int wake;                   //  1 + index of the argument naming the queue
                                 //  to wake after a 2xx answer; 0 = none
+    s_post_fn *post;            //  Or NULL
     s_arg_t args [S_MAX_ARGS];
 } s_api_t;
 
@@ -85,6 +91,7 @@ typedef struct {
 } s_req_t;
 
 typedef struct {
+    const s_api_t *api;         //  Not owned (static)
     char *wake_queue;           //  Owned, or NULL
 } s_call_t;
 
@@ -471,7 +478,15 @@ s_on_result (qn_codec_t *codec, qn_http_ctx_t *ctx, qn_pg_result_t *res, void *a
             const msgpack_object *body = &row->via.array.ptr [1];
             if (status >= 200 && status < 300 && call->wake_queue)
                 qn_codec_committed (codec, ctx->tenant, call->wake_queue, strlen (call->wake_queue));
-            qn_http_reply_json (ctx, status, body->via.str.ptr, body->via.str.size);
+            if (status == 200 && call->api->post) {
+                qn_buf_t b = QN_BUF_INIT;
+                qn_buf_append (&b, body->via.str.ptr, body->via.str.size);
+                call->api->post (codec, &b);
+                qn_http_reply_json (ctx, status, b.data, b.len);
+                qn_buf_free (&b);
+            }
+            else
+                qn_http_reply_json (ctx, status, body->via.str.ptr, body->via.str.size);
         }
     }
     free (call->wake_queue);
@@ -537,6 +552,7 @@ s_run (qn_codec_t *codec, qn_http_ctx_t *ctx, const s_api_t *api)
     msgpack_sbuffer_init (&params);
     s_params (&params, &req);
     s_call_t *call = qn_zalloc (sizeof *call);
+    call->api = api;
     call->wake_queue = req.wake_queue;
     req.wake_queue = NULL;
     int rc = qn_codec_exec (codec, ctx, api->write ? "pg_writer" : "pg_reader", QN_SQL_RAW,
@@ -552,6 +568,94 @@ done:
     qn_buf_free (&tmp);
     qn_json_doc_free (&doc);
     s_req_free (&req);
+}
+
+// ------------------------------------------------------------------ decryption
+//  Decrypts a stored {"encrypted","iv","authTag"} payload (spec 2.10:
+//  AES-256-GCM, base64 fields) into out; the plaintext must be JSON.
+//  Returns 0, or -1. The same format as the pop route's (codec_http_pop.c):
+//  both should move to one wire/ helper.
+static int
+s_decrypt (const char *hex_key, const char *stored, size_t len, qn_buf_t *out)
+{
+    uint8_t key [32], iv [64], tag [16];
+    size_t key_len = 0, iv_len = 0, tag_len = 0, ct_len = 0;
+    if (!hex_key || strlen (hex_key) != 64
+    ||  sodium_hex2bin (key, sizeof key, hex_key, 64, NULL, &key_len, NULL) || key_len != 32)
+        return -1;
+    qn_json_doc_t doc;
+    qn_json_doc_init (&doc);
+    qn_buf_t f [3] = { QN_BUF_INIT, QN_BUF_INIT, QN_BUF_INIT };
+    const char *names [3] = { "encrypted", "iv", "authTag" };
+    int rc = qn_json_parse (&doc, stored, len, 4);
+    for (int i = 0; i < 3 && !rc; i++)
+        rc = qn_json_str (&doc, qn_json_get (&doc, 0, names [i]), &f [i]) ? -1 : 0;
+    qn_json_doc_free (&doc);
+    uint8_t *ct = rc ? NULL : qn_malloc (f [0].len + 1);
+    EVP_CIPHER_CTX *c = rc ? NULL : EVP_CIPHER_CTX_new ();
+    int n = 0, fin = 0;
+    rc = !c
+      || sodium_base642bin (ct, f [0].len + 1, f [0].data, f [0].len, NULL, &ct_len, NULL,
+                            sodium_base64_VARIANT_ORIGINAL)
+      || sodium_base642bin (iv, sizeof iv, f [1].data, f [1].len, NULL, &iv_len, NULL,
+                            sodium_base64_VARIANT_ORIGINAL)
+      || sodium_base642bin (tag, sizeof tag, f [2].data, f [2].len, NULL, &tag_len, NULL,
+                            sodium_base64_VARIANT_ORIGINAL)
+      || iv_len == 0 || tag_len != sizeof tag
+      || EVP_DecryptInit_ex (c, EVP_aes_256_gcm (), NULL, NULL, NULL) != 1
+      || EVP_CIPHER_CTX_ctrl (c, EVP_CTRL_GCM_SET_IVLEN, (int) iv_len, NULL) != 1
+      || EVP_DecryptInit_ex (c, NULL, NULL, key, iv) != 1 ? -1 : 0;
+    if (!rc) {
+        qn_buf_reset (out);
+        qn_buf_reserve (out, ct_len + 16);
+        rc = EVP_DecryptUpdate (c, (uint8_t *) out->data, &n, ct, (int) ct_len) != 1
+          || EVP_CIPHER_CTX_ctrl (c, EVP_CTRL_GCM_SET_TAG, sizeof tag, tag) != 1
+          || EVP_DecryptFinal_ex (c, (uint8_t *) out->data + n, &fin) != 1 ? -1 : 0;
+        out->len = (size_t) (n + fin);
+    }
+    if (!rc) {
+        qn_json_doc_init (&doc);
+        rc = qn_json_parse (&doc, out->data, out->len, 0);
+        qn_json_doc_free (&doc);
+    }
+    EVP_CIPHER_CTX_free (c);
+    free (ct);
+    for (int i = 0; i < 3; i++)
+        qn_buf_free (&f [i]);
+    sodium_memzero (key, sizeof key);
+    return rc;
+}
+
+//  The message read route: an encrypted payload goes out decrypted when
+//  the server has the key (spec 2.10); otherwise as stored.
+static void
+s_post_message (qn_codec_t *codec, qn_buf_t *body)
+{
+    const char *key = qn_codec_config (codec)->queen_encryption_key;
+    if (!key || !key [0])
+        return;
+    qn_json_doc_t doc;
+    qn_json_doc_init (&doc);
+    bool enc = false;
+    if (qn_json_parse (&doc, body->data, body->len, 64) == 0
+    &&  qn_json_bool (&doc, qn_json_get (&doc, 0, "isEncrypted"), &enc) == 0 && enc) {
+        size_t len;
+        int tok = qn_json_get (&doc, 0, "payload");
+        const char *raw = qn_json_raw (&doc, tok, &len);
+        qn_buf_t plain = QN_BUF_INIT;
+        if (raw && s_decrypt (key, raw, len, &plain) == 0) {
+            qn_buf_t out = QN_BUF_INIT;
+            qn_buf_append (&out, body->data, (size_t) (raw - body->data));
+            qn_buf_append (&out, plain.data, plain.len);
+            qn_buf_append (&out, raw + len, body->len - (size_t) (raw + len - body->data));
+            qn_buf_free (body);
+            *body = out;
+        }
+        else
+            qn_warn ("payload not decrypted: sent as stored");
+        qn_buf_free (&plain);
+    }
+    qn_json_doc_free (&doc);
 }
 
 // ------------------------------------------------------------------ the routes
@@ -586,7 +690,7 @@ S_API (s_messages, .fn = "api_messages",
                  { .type = S_ENUM, .src = S_QUERY, .name = "status",
                    .choices = "pending|processing|completed|dead_letter" },
                  Q_TS ("from"), Q_TS ("to"), Q_LIMIT ("200"), Q_OFFSET })
-S_API (s_message, .fn = "api_message",
+S_API (s_message, .fn = "api_message", .post = s_post_message,
        .args = { { .type = S_PARTITION_ID, .src = S_PATH, .index = 0, .name = "partitionId", .required = true },
                  { .type = S_TXN, .src = S_PATH, .index = 1, .name = "transactionId", .required = true } })
 S_API (s_message_delete, .fn = "api_message_delete", .write = true,

@@ -4,7 +4,8 @@
 
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { startBroker, http, sleep } from './lib.mjs';
+import crypto from 'node:crypto';
+import { startBroker, http, sleep, psql } from './lib.mjs';
 
 let broker;
 let url;
@@ -342,6 +343,32 @@ test('deleting a leased message releases a lease that waits only for it', async 
     await push([{ queue: 'dl.lease', payload: 2, transactionId: 'x2' }]);
     const next = await pop('dl.lease');
     assert.deepEqual(next.map((x) => x.transactionId), ['x2']);
+});
+
+test('the message read route decrypts an encrypted payload with the server key', async () => {
+    const key = crypto.randomBytes(32);
+    const b = await startBroker({ env: { QUEEN_ENCRYPTION_KEY: key.toString('hex') } });
+    try {
+        const iv = crypto.randomBytes(16);
+        const cipher = crypto.createCipheriv('aes-256-gcm', key, iv);
+        const plain = JSON.stringify({ secret: 'läuft', n: [1, 2] });
+        const ct = Buffer.concat([cipher.update(plain, 'utf8'), cipher.final()]);
+        const stored = JSON.stringify({ encrypted: ct.toString('base64'), iv: iv.toString('base64'),
+                                        authTag: cipher.getAuthTag().toString('base64') });
+        const sql = `SELECT queen.uuid_of(2, partition_id) FROM queen.push('', ARRAY['enc.q'], ARRAY['Default'],
+                     ARRAY['e1'], ARRAY[convert_to($q$${stored}$q$, 'UTF8')], ARRAY[NULL::uuid],
+                     ARRAY[NULL::text], ARRAY[true], false)`;
+        const pid = await psql(sql, { db: b.db });
+        const res = await http(`${b.url}/api/v1/messages/${pid}/e1`);
+        assert.equal(res.status, 200, res.raw);
+        assert.equal(res.body.isEncrypted, true);
+        assert.deepEqual(res.body.payload, { secret: 'läuft', n: [1, 2] });
+        //  The DLQ and list routes never carry the plaintext
+        const list = await http(`${b.url}/api/v1/messages?queue=enc.q`);
+        assert.ok(!list.raw.includes('secret'));
+    } finally {
+        await b.stop();
+    }
 });
 
 test('status and analytics routes are well formed', async () => {
