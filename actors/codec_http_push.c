@@ -15,6 +15,9 @@
     Failure   bad input gets a 400; database errors are mapped by SQLSTATE;
               a push that neither PostgreSQL nor the spool took gets a 503:
               a push is never acknowledged and then lost
+    Size      longer than STYLE §12's ~800 lines: the six routes share the
+              item/ack validation, packing and result helpers above them;
+              the natural split is _push / _ack / _txn files if it grows.
 */
 #include "codec_http.h"
 #include "pg_statements.h"
@@ -427,14 +430,17 @@ s_committed_once (qn_codec_t *codec, qn_hashmap_t *seen, const char *tenant,
     qn_codec_committed (codec, tenant, queue, len);
 }
 
-//  Connection, operator-intervention and resource failures, and no answer
-//  in time: PostgreSQL is unavailable rather than the request wrong.
+//  Connection failures, operator intervention (shutdown, crash recovery),
+//  no connection slot, and no answer in time: PostgreSQL is unavailable
+//  rather than the request wrong. A statement timeout (57014) is not: the
+//  server is up and rolled the statement back, and a replay would time
+//  out the same way; it is answered 503 and the client retries.
 static bool
 s_db_unavailable (const qn_pg_result_t *res)
 {
     const char *s = res->sqlstate;
-    return res->timed_out || !strncmp (s, "08", 2) || !strncmp (s, "57", 2)
-        || !strcmp (s, "53300");
+    return res->timed_out || !strncmp (s, "08", 2)
+        || (!strncmp (s, "57", 2) && strcmp (s, "57014")) || !strcmp (s, "53300");
 }
 
 // ------------------------------------------------------------------ configure
@@ -1049,9 +1055,10 @@ s_on_txn (qn_codec_t *codec, qn_http_ctx_t *ctx, qn_pg_result_t *res, void *arg)
     if (!ctx)
         ;
     else
-    if (!res->ok && (s_db_unavailable (res) || !strncmp (res->sqlstate, "53", 2)
-                 ||  !strncmp (res->sqlstate, "40", 2)))
-        //  Systemic: 503, which the client retries (the transaction rolled back).
+    if (!res->ok && (s_db_unavailable (res) || !strncmp (res->sqlstate, "57", 2)
+                 ||  !strncmp (res->sqlstate, "53", 2) || !strncmp (res->sqlstate, "40", 2)))
+        //  Systemic (unavailable, timed out, out of resources, serialisation
+        //  failure or deadlock): 503, which the client retries; nothing applied.
         qn_http_reply_errorf (ctx, 503, "%s", res->timed_out ? "database did not answer in time"
                               : res->message && res->message [0] ? res->message : "database unavailable");
     else
