@@ -397,6 +397,36 @@ test('push: every bad input gets a 4xx JSON error naming the field, and nothing 
     assert.equal(await counts(), before, 'no message, queue or partition written');
 });
 
+test('push in maintenance mode is buffered, then replayed in order when it ends', async (t) => {
+    const on = await post('/api/v1/system/maintenance', { enabled: true });
+    if (on.status === 404) {
+        t.skip('system maintenance routes not built');
+        return;
+    }
+    assert.equal(on.status, 200, on.raw);
+    try {
+        //  The flag reaches the codec as an event: wait until pushes buffer.
+        const first = await waitFor(async () => {
+            const r = await push([{ queue: 'p-maint', payload: 0, transactionId: 'mt-0' }]);
+            assert.equal(r.status, 201, r.raw);
+            return r.body[0].status === 'buffered' ? r : null;
+        }, 10000, 100);
+        assert.deepEqual(first.body, [{ index: 0, status: 'buffered', queue: 'p-maint', partition: 'Default', transactionId: 'mt-0' }]);
+        const more = await push([{ queue: 'p-maint', payload: 1 }, { queue: 'p-maint', partition: 'x', payload: 2, transactionId: 'mt-2' }]);
+        assert.equal(more.status, 201, more.raw);
+        assert.deepEqual(more.body.map((r) => [r.index, r.status, r.partition]), [[0, 'buffered', 'Default'], [1, 'buffered', 'x']]);
+        assert.match(more.body[0].transactionId, UUID);
+        assert.equal(more.body[1].transactionId, 'mt-2');
+    } finally {
+        const off = await post('/api/v1/system/maintenance', { enabled: false });
+        assert.equal(off.status, 200, off.raw);
+    }
+    await waitFor(async () => await sql(`SELECT count(*) FROM queen.messages m JOIN queen.partitions p ON p.id = m.partition_id
+        JOIN queen.queues q ON q.id = p.queue_id WHERE q.name = 'p-maint'`) === '3', 30000, 200);
+    const got = await pop('p-maint', { batch: 10 });
+    assert.deepEqual(got.messages.map((m) => m.data), [0, 1], 'the Default partition in push order');
+});
+
 test('push while PostgreSQL is down goes to the spool (or is refused), never lost', async (t) => {
     const spoolBuilt = fs.existsSync(path.join(ROOT, 'actors', 'spool.c'));
     const db = await createDatabase('push_spool');
