@@ -370,14 +370,10 @@ s_on_client_fd (self_t *self, s_conn_t *c, uint32_t events)
     if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR))
         return;
     if (n <= 0) {
-        //  Peer closed (or reset): answer what is in flight only if it
-        //  merely half-closed; with nothing in flight just close.
-        if (c->in_flight == 0 || n < 0)
-            s_close (self, c);
-        else {
-            c->closing = true;
-            s_watch (self, c);
-        }
+        //  End of file or reset: the client is gone (an aborted request
+        //  closes this way). Like nginx, we do not serve half-closed
+        //  clients: in-flight work is cancelled, parked pops freed.
+        s_close (self, c);
         return;
     }
     c->active_ms = qn_now_ms ();

@@ -18,6 +18,22 @@
                          duplicate] with ord 1-based within the request.
       event "db"         QN_MSG_DB_HEALTH [up]
 
+    codec_http <-> lease_manager (long-poll; details in lease_manager.c)
+      QN_MSG_POP_PARK    [ctx_id, tenant, queue|nil, partition|nil,
+                         namespace|nil, task|nil, group, deadline_ms,
+                         next_due_us|nil, pop_started_us]
+      QN_MSG_POP_CANCEL  [ctx_id]           client gone while parked
+      QN_MSG_POP_SETTLED [ctx_id, found]    a woken pop ended without parking
+      QN_MSG_POP_RETRY   [ctx_id]           run the pop again
+      QN_MSG_POP_EXPIRED [ctx_id]           deadline: answer empty
+      event "committed"  QN_MSG_COMMITTED [tenant, queue(, partition)]
+
+    codec_http <-> spool
+      QN_MSG_SPOOL_APPEND [tenant, items]   items as in PG_PUSH, every txn set;
+                         reply PG_RESULT after fdatasync
+      event "spool"      QN_MSG_SPOOL_STATS [pending, failed]
+      event "maintenance" QN_MSG_CONFIG [push, pop]
+
     acceptor <-> codec_http
       QN_MSG_HTTP_REQUEST  [conn_id, seq, method, target, keep_alive,
                            [[name, value]...]] + frame: request body

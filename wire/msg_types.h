@@ -20,7 +20,7 @@
     X (QN_MSG_PG_PUSH,       22)   /* -> pg_writer: push items (batched) */ \
     X (QN_MSG_DB_HEALTH,     23)   /* event "db": [up] */ \
     X (QN_MSG_PG_PIPELINE,   24)   /* -> pg_writer: several statements, one transaction */ \
-    X (QN_MSG_COMMITTED,     30)   /* event "committed": [tenant, queue, partition] */ \
+    X (QN_MSG_COMMITTED,     30)   /* event "committed": [tenant, queue(, partition)] */ \
     X (QN_MSG_POP_PARK,      31)   /* codec_http -> lease_manager */ \
     X (QN_MSG_POP_RETRY,     32)   /* lease_manager -> codec_http: run it again */ \
     X (QN_MSG_POP_CANCEL,    33)   /* codec_http -> lease_manager: client gone */ \
