@@ -224,12 +224,9 @@ test('a client that resets its connection while parked frees its slot at once', 
     assert.deepEqual(res.body.messages.map((m) => m.data), ['after-reset']);
 });
 
-//  An aborted fetch closes the socket (FIN). The acceptor reads that as a
-//  half-close and keeps the request until it is answered, so the parked
-//  pop is only dropped at its deadline: pending an acceptor change.
-test('a client that aborts its request while parked frees its slot at once', {
-    todo: 'acceptor treats end-of-file with requests in flight as a half-close',
-}, async () => {
+//  An aborted fetch closes the socket (FIN): the client is gone and its
+//  parked pop is dropped at once.
+test('a client that aborts its request while parked frees its slot at once', async () => {
     const Q = 'lp-hangup';
     await configure(U, Q);
     const before = await parked(U);
