@@ -543,6 +543,8 @@ DECLARE
   v_excl    bigint[] := '{}';
   v_newest  timestamptz;
   v_due     timestamptz;
+  v_top     bigint;
+  v_floor   bigint;
   v_empty   int;
   v_round   int;
   i         int;
@@ -575,6 +577,10 @@ BEGIN
     END IF;
   END IF;
   v_gid := queen._group_get(q.id, p_group, p_sub_mode, p_sub_from, p_partition);
+  -- no message has a seq above the sequence's last value: bounding the reads
+  -- by it lets the executor prune the empty segments ahead at startup instead
+  -- of initialising their scans (see docs/storage.md)
+  SELECT last_value INTO v_top FROM queen.msg_seq;
 
   v_delay := make_interval(secs => q.delayed_processing);
   v_cutoff := CASE WHEN q.delayed_processing > 0 THEN now() - v_delay ELSE 'infinity' END;
@@ -603,6 +609,7 @@ BEGIN
     END IF;
     EXIT WHEN c_pid IS NULL;
     v_excl := v_excl || c_pid;
+    SELECT LEAST(v_floor, min(x)) INTO v_floor FROM unnest(c_cur) x;
 
     -- window buffer: not served while the newest message is younger than the window
     IF q.window_buffer > 0 THEN
@@ -635,6 +642,7 @@ BEGIN
           FROM c CROSS JOIN LATERAL (
             SELECT mm.seq, mm.created_at FROM queen.messages mm
              WHERE mm.partition_id = c.pid AND mm.seq > c.cur
+               AND mm.seq > v_floor AND mm.seq <= v_top        -- startup pruning
              ORDER BY mm.seq LIMIT v_budget) x),
         s AS (
           SELECT m.*, CASE WHEN m.ok THEN row_number() OVER (PARTITION BY m.ok ORDER BY m.k, m.seq) END AS rn
@@ -719,6 +727,7 @@ BEGIN
     SELECT mm.seq, mm.created_at, mm.txn_id, mm.trace_id, mm.producer, mm.payload, mm.is_encrypted
       FROM queen.messages mm
      WHERE mm.partition_id = per.pid AND mm.seq > per.cur AND mm.seq <= per.hi
+       AND mm.seq > v_floor AND mm.seq <= v_top                -- startup pruning
      ORDER BY mm.seq) m
   ORDER BY per.pid, m.seq;
 END
@@ -1518,12 +1527,12 @@ BEGIN
 END
 $$;
 
--- Drop at most one closed segment per call whose messages may all go: it is
--- empty, or every queue of its census is gone or has retention enabled with
--- retentionSeconds elapsed since the segment closed (no message in it is
--- newer than closed_at). DETACH + DROP take an ACCESS EXCLUSIVE lock on
--- queen.messages for the rest of the transaction, so this runs last, with a
--- 50 ms lock_timeout (skipped when busy).
+-- Drop closed segments whose messages may all go: empty, or every queue of
+-- the census is gone or has retention enabled with retentionSeconds elapsed
+-- since the segment closed (no message in it is newer than closed_at).
+-- DETACH + DROP take an ACCESS EXCLUSIVE lock on queen.messages until commit,
+-- so this runs last in retention_run, drops every eligible segment (at most 16)
+-- under that one lock, and gives up at once (lock_timeout 50 ms) when busy.
 CREATE FUNCTION queen._drop_segments() RETURNS bigint
 LANGUAGE plpgsql AS $$
 DECLARE
@@ -1531,10 +1540,14 @@ DECLARE
   v_census int[];
   v_ok     bool;
   v_empty  bool;
+  v_drop   text[] := '{}';
+  v_lo     bigint[] := '{}';
+  v_old    text := current_setting('lock_timeout');
+  i        int;
 BEGIN
   FOR s IN SELECT * FROM queen.segments
             WHERE closed_at IS NOT NULL AND closed_at < now() - interval '1 minute'
-            ORDER BY lo LIMIT 8
+            ORDER BY lo
   LOOP
     v_census := s.queue_ids;
     IF v_census IS NULL THEN
@@ -1551,19 +1564,26 @@ BEGIN
       v_ok := v_empty;
     END IF;
     IF v_ok THEN
-      BEGIN
-        PERFORM set_config('lock_timeout', '50ms', true);
-        EXECUTE format('ALTER TABLE queen.messages DETACH PARTITION queen.%I', s.relname);
-        EXECUTE format('DROP TABLE queen.%I', s.relname);
-        DELETE FROM queen.segments WHERE lo = s.lo;
-        PERFORM set_config('lock_timeout', '0', true);
-        RETURN 1;
-      EXCEPTION WHEN lock_not_available THEN
-        RETURN 0;
-      END;
+      v_drop := v_drop || s.relname::text;
+      v_lo := v_lo || s.lo;
+      EXIT WHEN cardinality(v_drop) >= 16;
     END IF;
   END LOOP;
-  RETURN 0;
+  IF cardinality(v_drop) = 0 THEN
+    RETURN 0;
+  END IF;
+  BEGIN
+    PERFORM set_config('lock_timeout', '50ms', true);
+    FOR i IN 1..cardinality(v_drop) LOOP
+      EXECUTE format('ALTER TABLE queen.messages DETACH PARTITION queen.%I', v_drop[i]);
+      EXECUTE format('DROP TABLE queen.%I', v_drop[i]);
+    END LOOP;
+    DELETE FROM queen.segments WHERE lo = ANY (v_lo);
+    PERFORM set_config('lock_timeout', v_old, true);
+    RETURN cardinality(v_drop);
+  EXCEPTION WHEN lock_not_available THEN
+    RETURN 0;
+  END;
 END
 $$;
 
