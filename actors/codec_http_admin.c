@@ -95,8 +95,8 @@ typedef struct {
     char *wake_queue;           //  Owned, or NULL
 } s_call_t;
 
-
 // ------------------------------------------------------------------ parameters
+//  Appends one SQL parameter (a copy of val, or SQL NULL) with its cast.
 static void
 s_emit (s_req_t *req, const char *val, size_t len, const char *cast)
 {
@@ -106,6 +106,7 @@ s_emit (s_req_t *req, const char *val, size_t len, const char *cast)
     req->n++;
 }
 
+//  Appends an integer parameter.
 static void
 s_emit_int (s_req_t *req, int64_t v, const char *cast)
 {
@@ -114,6 +115,7 @@ s_emit_int (s_req_t *req, int64_t v, const char *cast)
     s_emit (req, num, (size_t) len, cast);
 }
 
+//  Frees what the request's parameters own.
 static void
 s_req_free (s_req_t *req)
 {
@@ -202,6 +204,7 @@ s_parse_int (const char *s, size_t len, int64_t *out)
     return true;
 }
 
+//  An integer within the argument's bounds -> int.
 static int
 s_arg_int (qn_http_ctx_t *ctx, s_req_t *req, const s_arg_t *arg, const qn_json_doc_t *doc, const s_in_t *in)
 {
@@ -229,6 +232,7 @@ s_arg_int (qn_http_ctx_t *ctx, s_req_t *req, const s_arg_t *arg, const qn_json_d
     return 0;
 }
 
+//  A JSON boolean (body) or a spec 1.5 query boolean -> bool.
 static int
 s_arg_bool (qn_http_ctx_t *ctx, s_req_t *req, const s_arg_t *arg, const qn_json_doc_t *doc, const s_in_t *in)
 {
@@ -246,6 +250,8 @@ s_arg_bool (qn_http_ctx_t *ctx, s_req_t *req, const s_arg_t *arg, const qn_json_
     return 0;
 }
 
+//  An ISO-8601 timestamp -> timestamptz (and, when `sent`, the text as
+//  sent first).
 static int
 s_arg_ts (qn_http_ctx_t *ctx, s_req_t *req, const s_arg_t *arg, const s_in_t *in, bool sent)
 {
@@ -269,6 +275,7 @@ s_arg_ts (qn_http_ctx_t *ctx, s_req_t *req, const s_arg_t *arg, const s_in_t *in
     return 0;
 }
 
+//  One of the argument's choices -> text.
 static int
 s_arg_enum (qn_http_ctx_t *ctx, s_req_t *req, const s_arg_t *arg, const s_in_t *in)
 {
@@ -411,6 +418,10 @@ s_arg (qn_http_ctx_t *ctx, s_req_t *req, const s_arg_t *arg, const qn_json_doc_t
             return 0;
         }
     }
+    if (in.has_nul) {
+        qn_http_reply_errorf (ctx, 400, "Invalid %s: contains a NUL character", arg->name);
+        return -1;
+    }
     switch (arg->type) {
         case S_NAME:
             if (s_check_text (ctx, arg, &in, S_NAME_MAX))
@@ -460,6 +471,8 @@ s_arg (qn_http_ctx_t *ctx, s_req_t *req, const s_arg_t *arg, const qn_json_doc_t
 }
 
 // ------------------------------------------------------------------ calling
+//  The function's (status, body) row becomes the answer; a 2xx of a
+//  waking route publishes "committed" for its queue first.
 static void
 s_on_result (qn_codec_t *codec, qn_http_ctx_t *ctx, qn_pg_result_t *res, void *arg)
 {
@@ -503,6 +516,7 @@ s_sql (qn_buf_t *sql, const s_api_t *api, const s_req_t *req)
     qn_buf_puts (sql, ")");
 }
 
+//  Packs the parameters as a msgpack array of strings and nils.
 static void
 s_params (msgpack_sbuffer *b, const s_req_t *req)
 {

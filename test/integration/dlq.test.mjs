@@ -4,7 +4,7 @@
 
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { startBroker, http, sleep } from './lib.mjs';
+import { startBroker, http, sleep, waitFor } from './lib.mjs';
 
 let broker;
 let url;
@@ -64,9 +64,24 @@ async function dlq (query) {
     return res.body;
 }
 
+//  Right after start, pushes may go to the spool until it has reported
+//  (they answer "buffered"). Wait until a push is committed directly and
+//  the spool is empty, then drop the probe queue so counts start clean.
+async function settle () {
+    await waitFor(async () => {
+        const r = await http(`${url}/api/v1/push`, { method: 'POST',
+                                                     body: { items: [{ queue: 'probe.settle', payload: 0 }] } });
+        return r.status === 201 && r.body[0].status === 'queued';
+    }, 20000, 100);
+    await waitFor(async () => (await http(`${url}/api/v1/status/buffers`)).body.pending === 0, 20000, 100);
+    const r = await http(`${url}/api/v1/resources/queues/probe.settle`, { method: 'DELETE' });
+    assert.equal(r.status, 200, r.raw);
+}
+
 before(async () => {
     broker = await startBroker();
     url = broker.url;
+    await settle();
 });
 
 after(async () => {
