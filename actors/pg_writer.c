@@ -38,6 +38,7 @@ typedef struct s_push_req {
     char reply_to [QN_ENV_MAX_NAME + 1];
     uint64_t corr;
     msgpack_unpacked msg;       //  Owned: the decoded request body
+    char *body;                 //  Owned copy of the body: msg's strings point into it
     char *tenant;               //  Points into msg
     size_t tenant_len;
     const msgpack_object *items;
@@ -209,6 +210,7 @@ static void
 s_push_req_free (s_push_req_t *r)
 {
     msgpack_unpacked_destroy (&r->msg);
+    free (r->body);
     free (r);
 }
 
@@ -355,7 +357,11 @@ s_on_push (void *self_, const qn_env_t *env)
     r->corr = env->corr;
     msgpack_unpacked_init (&r->msg);
     const msgpack_object *o = &r->msg.data;
-    if (msgpack_unpack_next (&r->msg, env->body.ptr, env->body.len, NULL) != MSGPACK_UNPACK_SUCCESS
+    //  msgpack_unpack_next references strings in place, and the envelope
+    //  is only borrowed: a request that waits in the queue needs its copy.
+    r->body = qn_malloc (env->body.len ? env->body.len : 1);
+    memcpy (r->body, env->body.ptr, env->body.len);
+    if (msgpack_unpack_next (&r->msg, r->body, env->body.len, NULL) != MSGPACK_UNPACK_SUCCESS
     ||  o->type != MSGPACK_OBJECT_ARRAY || o->via.array.size != 2
     ||  o->via.array.ptr [0].type != MSGPACK_OBJECT_STR
     ||  o->via.array.ptr [1].type != MSGPACK_OBJECT_ARRAY) {
@@ -412,7 +418,7 @@ s_build_push_batch (self_t *self)
         s_push_req_t *r = self->push_head;
         if (last && (last->solo || r->solo
                 || r->tenant_len != j->reqs->tenant_len
-                || memcmp (r->tenant, j->reqs->tenant, r->tenant_len)
+                || (r->tenant_len && memcmp (r->tenant, j->reqs->tenant, r->tenant_len))
                 || j->item_count + r->items->via.array.size > (uint32_t) self->config->push_max_batch))
             break;
         //  Count the partitions this request adds.
