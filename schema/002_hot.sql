@@ -821,11 +821,11 @@ BEGIN
     RETURN;
   END IF;
 
-  SELECT array_agg(x.ord ORDER BY x.k), array_agg(x.pid ORDER BY x.k), array_agg(x.gid ORDER BY x.k),
-         array_agg(x.grp ORDER BY x.k), array_agg(x.qid ORDER BY x.k), array_agg(x.qname ORDER BY x.k),
-         array_agg(x.pname ORDER BY x.k), array_agg(x.mseq ORDER BY x.k), array_agg(x.st ORDER BY x.k),
-         array_agg(x.lease ORDER BY x.k), array_agg(x.err ORDER BY x.k), array_agg(x.rlim ORDER BY x.k),
-         array_agg(x.rdel ORDER BY x.k), array_agg(x.sidx ORDER BY x.k)
+  SELECT array_agg(x.ord), array_agg(x.pid), array_agg(x.gid),
+         array_agg(x.grp), array_agg(x.qid), array_agg(x.qname),
+         array_agg(x.pname), array_agg(x.mseq), array_agg(x.st),
+         array_agg(x.lease), array_agg(x.err), array_agg(x.rlim),
+         array_agg(x.rdel), array_agg(x.sidx)
     INTO a_ord, a_pid, a_gid, a_grp, a_qid, a_qn, a_pn, a_seq, a_st, a_lease, a_err, a_rlim, a_rdel, a_sidx
     FROM (
       SELECT y.*,
@@ -856,6 +856,7 @@ BEGIN
               ORDER BY m.seq LIMIT 1)) AS seq
           ) mm ON q.id IS NOT NULL
       ) y
+      ORDER BY k          -- one sort; array_agg keeps the input order
     ) x;
 
   -- L4: lock the existing ready rows in (partition, group) order
@@ -864,19 +865,20 @@ BEGIN
    ORDER BY r.partition_id, r.group_id
    FOR UPDATE;
 
-  SELECT array_agg(k.p ORDER BY k.p, k.g), array_agg(k.g ORDER BY k.p, k.g), array_agg(k.q ORDER BY k.p, k.g),
-         array_agg(r.partition_id IS NOT NULL ORDER BY k.p, k.g), array_agg(r.lease_id ORDER BY k.p, k.g),
-         array_agg(r.avail_at ORDER BY k.p, k.g), array_agg(r.acked_seq ORDER BY k.p, k.g),
-         array_agg(r.leased_from ORDER BY k.p, k.g), array_agg(r.leased_to ORDER BY k.p, k.g),
-         array_agg(COALESCE(r.batch_size, 0) ORDER BY k.p, k.g), array_agg(COALESCE(r.acked_count, 0) ORDER BY k.p, k.g),
-         array_agg(COALESCE(r.attempts, 0) ORDER BY k.p, k.g),
-         array_agg(COALESCE(c.acked_seq, g.start_seq, 0) ORDER BY k.p, k.g)
+  SELECT array_agg(z.p), array_agg(z.g), array_agg(z.q), array_agg(z.ex), array_agg(z.lease_id),
+         array_agg(z.avail_at), array_agg(z.acked_seq), array_agg(z.leased_from), array_agg(z.leased_to),
+         array_agg(z.bs), array_agg(z.ac), array_agg(z.att), array_agg(z.cold)
     INTO s_pid, s_gid, s_qid, s_ex0, s_lease0, s_avail0, s_cur, s_from, s_to, s_bs, s_ac, s_att, s_cold
-    FROM (SELECT DISTINCT u.p, u.g, u.q FROM unnest(a_pid, a_gid, a_qid) u(p, g, q)
-           WHERE u.p IS NOT NULL AND u.g IS NOT NULL) k
-    LEFT JOIN queen.ready r ON r.partition_id = k.p AND r.group_id = k.g
-    LEFT JOIN queen.cursors c ON c.partition_id = k.p AND c.group_id = k.g
-    LEFT JOIN queen.consumer_groups g ON g.id = k.g;
+    FROM (
+      SELECT k.p, k.g, k.q, r.partition_id IS NOT NULL AS ex, r.lease_id, r.avail_at, r.acked_seq,
+             r.leased_from, r.leased_to, COALESCE(r.batch_size, 0) AS bs, COALESCE(r.acked_count, 0) AS ac,
+             COALESCE(r.attempts, 0) AS att, COALESCE(c.acked_seq, g.start_seq, 0) AS cold
+        FROM (SELECT DISTINCT u.p, u.g, u.q FROM unnest(a_pid, a_gid, a_qid) u(p, g, q)
+               WHERE u.p IS NOT NULL AND u.g IS NOT NULL) k
+        LEFT JOIN queen.ready r ON r.partition_id = k.p AND r.group_id = k.g
+        LEFT JOIN queen.cursors c ON c.partition_id = k.p AND c.group_id = k.g
+        LEFT JOIN queen.consumer_groups g ON g.id = k.g
+       ORDER BY k.p, k.g) z;   -- one sort; array_agg keeps the input order
   ns := COALESCE(array_length(s_pid, 1), 0);
   s_ex := s_ex0;
   s_lease := s_lease0;

@@ -78,7 +78,7 @@ for sc in on off; do
   run "push 1 msg, txn id                           " push_one.sql
   run "pop 100 (1 partition of 100) + ack 100       " pop_ack.sql -D q="'hot'" -D g="'g$sc'" -D batch=100 -D maxp=1
   run "pop 10 (1 partition of 100) + ack 10         " pop_ack.sql -D q="'hot'" -D g="'h$sc'" -D batch=10 -D maxp=1
-  run "pop 1 (any of 100k partitions) + ack 1       " pop_ack.sql -D q="'big'" -D g="'i$sc'" -D batch=1 -D maxp=1
-  run "pop 10 (10 of 100k partitions) + ack 10      " pop_ack.sql -D q="'big'" -D g="'j$sc'" -D batch=10 -D maxp=10
+  run "pop 1 (any of 100k partitions) + ack 1       " pop_ack.sql -D q="'big'" -D g=NULL -D batch=1 -D maxp=1
+  run "pop 10 (10 of 100k partitions) + ack 10      " pop_ack.sql -D q="'big'" -D g=NULL -D batch=10 -D maxp=10
 done
 rm -rf "$w"
