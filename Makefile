@@ -103,6 +103,7 @@ integration: all
 test: deps
 	@$(MAKE) --no-print-directory all unit
 	@$(MAKE) --no-print-directory check-asan
+	@$(MAKE) --no-print-directory fuzz FUZZ_SECONDS=$${FUZZ_SECONDS:-20}
 	@$(MAKE) --no-print-directory integration-asan
 
 integration-asan: asan
@@ -112,5 +113,29 @@ integration-asan: asan
 bench: deps all
 	@sh bench/run.sh $(BUILD)
 
+# ---------------------------------------------------------------- fuzzing
+# libFuzzer harnesses for every decoder in wire/ (test/fuzz/fuzz_*.c), seed
+# corpora in test/fuzz/corpus/<name>. `make fuzz FUZZ_SECONDS=N` runs each
+# for N seconds under ASan/UBSan; findings are written to build-fuzz/.
+FUZZ_SECONDS ?= 60
+FUZZ_NAMES := $(patsubst test/fuzz/fuzz_%.c,%,$(sort $(wildcard test/fuzz/fuzz_*.c)))
+FUZZ_BINS  := $(FUZZ_NAMES:%=build-fuzz/fuzz_%)
+FUZZ_FLAGS := -std=c11 -g -O1 -D_GNU_SOURCE -I. -I/usr/share/include/llhttp \
+              -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined
+FUZZ_SRC   := $(WIRE_SRC) kernel/envelope.c
+
+build-fuzz/llhttp.a: $(wildcard $(LLHTTP)/*.c)
+	@mkdir -p build-fuzz
+	cd build-fuzz && clang -g -O1 -w -fsanitize=address,undefined -I/usr/share/include/llhttp -c $(addprefix $(LLHTTP)/,llhttp.c api.c http.c)
+	ar rcs $@ build-fuzz/llhttp.o build-fuzz/api.o build-fuzz/http.o
+
+build-fuzz/fuzz_%: test/fuzz/fuzz_%.c $(FUZZ_SRC) build-fuzz/llhttp.a
+	@mkdir -p build-fuzz
+	clang $(FUZZ_FLAGS) -Wall -Wextra -Werror -o $@ $< $(FUZZ_SRC) build-fuzz/llhttp.a \
+	    -lmsgpackc -lsodium -lssl -lcrypto
+
+fuzz: deps $(FUZZ_BINS)
+	@sh scripts/run-fuzz.sh $(FUZZ_SECONDS) $(FUZZ_NAMES)
+
 clean:
-	rm -rf build build-asan
+	rm -rf build build-asan build-fuzz

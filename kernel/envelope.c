@@ -4,6 +4,7 @@
 */
 #include "envelope.h"
 #include "errors.h"
+#include "wire/mpack_guard.h"
 
 #include <msgpack.h>
 #include <string.h>
@@ -63,7 +64,8 @@ qn_env_decode_header (const char *buf, size_t len, qn_env_t *env)
     size_t off = 0;
     int rc = QN_EPROTO;
     memset (env, 0, sizeof *env);
-    if (msgpack_unpack (buf, len, &off, &zone, &root) != MSGPACK_UNPACK_SUCCESS)
+    if (qn_msgpack_check (buf, len) != (int64_t) len
+    ||  msgpack_unpack (buf, len, &off, &zone, &root) != MSGPACK_UNPACK_SUCCESS)
         goto malformed;
     if (off != len || root.type != MSGPACK_OBJECT_ARRAY || root.via.array.size < 3)
         goto malformed;

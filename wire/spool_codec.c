@@ -2,6 +2,7 @@
     Pure: no I/O, no logging.
 */
 #include "spool_codec.h"
+#include "mpack_guard.h"
 
 #include <assert.h>
 #include <inttypes.h>
@@ -191,7 +192,10 @@ qn_spool_body_check (const char *buf, size_t len)
     size_t off = 0;
     int64_t count = -1;
     const msgpack_object *o = &msg.data;
-    if (msgpack_unpack_next (&msg, buf, len, &off) == MSGPACK_UNPACK_SUCCESS && off == len
+    //  Bytes read back from disk: bounded pre-check before msgpack-c
+    //  allocates what the headers claim.
+    if (qn_msgpack_check (buf, len) == (int64_t) len
+    &&  msgpack_unpack_next (&msg, buf, len, &off) == MSGPACK_UNPACK_SUCCESS && off == len
     &&  s_is (o, MSGPACK_OBJECT_ARRAY) && o->via.array.size == 2
     &&  s_is (&o->via.array.ptr [0], MSGPACK_OBJECT_STR)
     &&  s_is (&o->via.array.ptr [1], MSGPACK_OBJECT_ARRAY)
