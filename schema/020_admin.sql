@@ -397,16 +397,16 @@ BEGIN
     SELECT m.seq, m.partition_id AS pid, m.created_at, m.txn_id, m.trace_id, m.producer
       FROM parts JOIN queen.messages m ON m.partition_id = parts.pid
      WHERE m.seq >= v_floor AND m.created_at >= v_from AND m.created_at < v_to),
-  pv AS MATERIALIZED (
-    SELECT x.pid, v.* FROM (SELECT DISTINCT pid FROM msgs) x
+  pv AS MATERIALIZED (              -- one row per partition with messages, with its names
+    SELECT parts.*, v.* FROM (SELECT DISTINCT pid FROM msgs) x
     JOIN parts ON parts.pid = x.pid
     CROSS JOIN LATERAL queen._admin_pview(x.pid, parts.qid) v),
-  st AS (
-    SELECT m.*, parts.pname, parts.qid, parts.qname, parts.ns, parts.task, parts.priority, pv.cur, pv.lease_exp, pv.named_curs, pv.has_qm,
+  st AS (                           -- a single hash join: no per-row rescans of a CTE
+    SELECT m.*, pv.pname, pv.qid, pv.qname, pv.ns, pv.task, pv.priority, pv.cur,
+           pv.lease_exp, pv.named_curs, pv.has_qm,
            queen._msg_status(m.seq, dl.dead, pv.cur, pv.lease_to) AS st,
            queen._msg_status(m.seq, dl.dead, pv.qm_cur, pv.qm_lease_to) AS qst
       FROM msgs m
-      JOIN parts ON parts.pid = m.pid
       JOIN pv ON pv.pid = m.pid
       CROSS JOIN LATERAL (SELECT EXISTS (SELECT 1 FROM queen.dead_letters d
                                           WHERE d.partition_id = m.pid AND d.seq = m.seq) AS dead) dl),
