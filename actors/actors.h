@@ -34,6 +34,11 @@
       event "spool"      QN_MSG_SPOOL_STATS [pending, failed]
       event "maintenance" QN_MSG_CONFIG [push, pop]
 
+    codec_http <-> jwks (access control, codec_http_auth.c)
+      event "jwks"       QN_MSG_JWKS_KEYS [generation, jwks json (bin)]
+                         a fetched JWKS with at least one usable key
+      QN_MSG_JWKS_REFRESH []                a token named an unknown key
+
     acceptor <-> codec_http
       QN_MSG_HTTP_REQUEST  [conn_id, seq, method, target, keep_alive,
                            [[name, value]...]] + frame: request body
@@ -64,6 +69,9 @@ qn_actor_t *qn_retention_new (qn_kernel_t *kernel, const qn_config_t *config)
     __attribute__ ((weak));
 //  Disk spool for pushes while PostgreSQL is unreachable.
 qn_actor_t *qn_spool_new (qn_kernel_t *kernel, const qn_config_t *config)
+    __attribute__ ((weak));
+//  Background JWKS fetcher (JWT_JWKS_URL); idle without it.
+qn_actor_t *qn_jwks_new (qn_kernel_t *kernel, const qn_config_t *config)
     __attribute__ ((weak));
 
 //  libpq connection keywords/values for config (static storage inside

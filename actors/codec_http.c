@@ -35,6 +35,7 @@ struct qn_codec {
     bool pop_maintenance;
     int64_t started_wall_us;
     qn_buf_t out;               //  Reusable response buffer
+    qn_http_auth_t *auth;       //  Owned: access control, created on first use
 };
 
 typedef struct {
@@ -56,6 +57,7 @@ s_ctx_free (qn_codec_t *codec, qn_http_ctx_t *ctx)
     free (ctx->body);
     free (ctx->authorization);
     free (ctx->tenant);
+    free (ctx->subject);
     free (ctx);
 }
 
@@ -69,6 +71,14 @@ const qn_config_t *
 qn_codec_config (qn_codec_t *codec)
 {
     return codec->config;
+}
+
+qn_http_auth_t *
+qn_codec_auth (qn_codec_t *codec)
+{
+    if (!codec->auth)
+        codec->auth = qn_http_auth_new (codec->kernel, codec->config);
+    return codec->auth;
 }
 
 bool
@@ -600,6 +610,8 @@ s_on_request (void *self_, const qn_env_t *env)
             qn_http_reply_error (ctx, 404, "Not found");
         return rc;
     }
+    if (qn_http_auth (codec, ctx, route->auth))
+        return rc;
     route->fn (codec, ctx);
     return rc;
 }
@@ -717,6 +729,12 @@ s_on_pop_message (void *self_, const qn_env_t *env)
 }
 
 static int
+s_on_jwks (void *self_, const qn_env_t *env)
+{
+    return qn_http_auth_on_jwks (self_, env);
+}
+
+static int
 s_on_start (void *self_, const qn_env_t *env)
 {
     (void) env;
@@ -724,6 +742,7 @@ s_on_start (void *self_, const qn_env_t *env)
     qn_subscribe (codec->kernel, "db");
     qn_subscribe (codec->kernel, "spool");
     qn_subscribe (codec->kernel, "maintenance");
+    qn_subscribe (codec->kernel, "jwks");
     return 0;
 }
 
@@ -739,6 +758,7 @@ s_free_ctx (void *arg, uint64_t key, void *value)
     free (ctx->body);
     free (ctx->authorization);
     free (ctx->tenant);
+    free (ctx->subject);
     free (ctx);
 }
 
@@ -749,6 +769,7 @@ s_destroy (void **self_p)
     qn_hashmap_each (codec->requests, s_free_ctx, NULL);
     qn_hashmap_destroy (&codec->requests);
     qn_buf_free (&codec->out);
+    qn_http_auth_destroy (&codec->auth);
     free (codec);
     *self_p = NULL;
 }
@@ -763,6 +784,7 @@ static const qn_route_t s_routes [] = {
     { QN_MSG_CONFIG, s_on_maintenance },
     { QN_MSG_POP_RETRY, s_on_pop_message },
     { QN_MSG_POP_EXPIRED, s_on_pop_message },
+    { QN_MSG_JWKS_KEYS, s_on_jwks },
     { 0, NULL }
 };
 

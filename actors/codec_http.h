@@ -41,6 +41,7 @@ struct qn_http_ctx {
     size_t body_len;
     char *authorization;        //  Owned, or NULL
     char *tenant;               //  Owned; "" until multi-tenancy
+    char *subject;              //  Owned: verified JWT `sub` (producer identity), or NULL
     const char *params [QN_HTTP_MAX_PARAMS];    //  Path parameters (decoded)
     size_t param_len [QN_HTTP_MAX_PARAMS];
     int64_t started_ms;         //  Monotonic arrival time
@@ -135,6 +136,19 @@ bool qn_codec_spool_active (qn_codec_t *codec);
 bool qn_codec_push_maintenance (qn_codec_t *codec);
 bool qn_codec_pop_maintenance (qn_codec_t *codec);
 bool qn_codec_draining (qn_codec_t *codec);
+
+// ------------------------------------------------------------------ access control
+//  codec_http_auth.c (spec §1.8). The state (keys, policy, skip paths)
+//  belongs to the codec, created on first use through qn_codec_auth.
+typedef struct qn_http_auth qn_http_auth_t;
+qn_http_auth_t *qn_codec_auth (qn_codec_t *codec);
+qn_http_auth_t *qn_http_auth_new (qn_kernel_t *kernel, const qn_config_t *config);
+void qn_http_auth_destroy (qn_http_auth_t **self_p);
+//  Runs before the route handler: returns 0 to go on (with ctx->subject
+//  set when a token was verified), or 1 after answering 401 or 403.
+int qn_http_auth (qn_codec_t *codec, qn_http_ctx_t *ctx, qn_auth_level_t level);
+//  "jwks" event (QN_MSG_JWKS_KEYS): takes the new JWKS key set.
+int qn_http_auth_on_jwks (qn_codec_t *codec, const qn_env_t *env);
 
 //  Route tables of the codec_http_<area>.c files, NULL-method terminated.
 //  Each area file defines its table; a table not linked in is skipped.

@@ -4,6 +4,7 @@
 #include "config.h"
 #include "log.h"
 #include "wire/buf.h"
+#include "wire/jwt.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -54,6 +55,21 @@ static const s_setting_t s_settings [] = {
     { "SPOOL_FSYNC_MS", S_INT, F (spool_fsync_ms), "0", 0, 1000, "group fdatasync window of the spool, ms (0 = sync each write)" },
     { "LOG_LEVEL", S_STR, F (log_level), "info", 0, 0, "debug, info, warn or error" },
     { "QUEEN_ENCRYPTION_KEY", S_SECRET, F (queen_encryption_key), "", 0, 0, "64 hex chars: AES-256 key for queues with encryptionEnabled" },
+    { "JWT_ENABLED", S_BOOL, F (jwt_enabled), "false", 0, 0, "require JWT bearer tokens on API routes (spec 1.8)" },
+    { "JWT_ALGORITHM", S_STR, F (jwt_algorithm), "auto", 0, 0, "auto, HS256, RS256 or EdDSA" },
+    { "JWT_SECRET", S_SECRET, F (jwt_secret), "", 0, 0, "HS256 shared secret" },
+    { "JWT_PUBLIC_KEY", S_STR, F (jwt_public_key), "", 0, 0, "PEM public key (RSA or Ed25519) for RS256 / EdDSA" },
+    { "JWT_JWKS_URL", S_STR, F (jwt_jwks_url), "", 0, 0, "JWKS URL fetched in the background (RS256 / EdDSA keys)" },
+    { "JWT_JWKS_REFRESH_MS", S_INT, F (jwt_jwks_refresh_ms), "3600000", 100, 86400000, "JWKS refresh period, ms" },
+    { "JWT_ISSUER", S_STR, F (jwt_issuer), "", 0, 0, "required `iss` claim (unset: not checked)" },
+    { "JWT_AUDIENCE", S_STR, F (jwt_audience), "", 0, 0, "required `aud` claim (unset: not checked)" },
+    { "JWT_CLOCK_SKEW", S_INT, F (jwt_clock_skew_s), "30", 0, 3600, "leeway on exp, nbf and iat, seconds" },
+    { "JWT_ROLES_CLAIM", S_STR, F (jwt_roles_claim), "role", 0, 0, "string claim holding one role" },
+    { "JWT_ROLES_ARRAY_CLAIM", S_STR, F (jwt_roles_array_claim), "roles", 0, 0, "array claim holding several roles" },
+    { "JWT_ROLE_ADMIN", S_STR, F (jwt_role_admin), "admin", 0, 0, "role value granting admin" },
+    { "JWT_ROLE_READ_WRITE", S_STR, F (jwt_role_read_write), "read-write", 0, 0, "role value granting read-write" },
+    { "JWT_ROLE_READ_ONLY", S_STR, F (jwt_role_read_only), "read-only", 0, 0, "role value granting read-only" },
+    { "JWT_SKIP_PATHS", S_STR, F (jwt_skip_paths), "/health,/metrics/prometheus,/metrics,/", 0, 0, "paths that skip auth; an entry ending in / (other than /) is a prefix" },
     { NULL, 0, 0, NULL, 0, 0, NULL }
 };
 
@@ -102,6 +118,46 @@ s_set (qn_config_t *c, const s_setting_t *s, const char *value, char *err, size_
     return 0;
 }
 
+//  JWT settings that only make sense together; a broken key fails the
+//  start rather than every request. Never prints a secret.
+static int
+s_check_jwt (const qn_config_t *c, char *err, size_t err_len)
+{
+    qn_jwt_alg_t alg;
+    if (qn_jwt_alg_parse (c->jwt_algorithm, &alg)) {
+        snprintf (err, err_len, "JWT_ALGORITHM: expected auto, HS256, RS256 or EdDSA, got '%s'",
+                  c->jwt_algorithm);
+        return -1;
+    }
+    qn_jwt_keys_t *keys = qn_jwt_keys_new ();
+    char why [128] = "";
+    int rc = 0;
+    if (c->jwt_public_key [0]
+    &&  qn_jwt_keys_add_pem (keys, c->jwt_public_key, strlen (c->jwt_public_key), NULL,
+                             why, sizeof why)) {
+        snprintf (err, err_len, "JWT_PUBLIC_KEY: %s", why);
+        rc = -1;
+    }
+    qn_jwt_keys_destroy (&keys);
+    if (rc || !c->jwt_enabled)
+        return rc;
+    bool secret = c->jwt_secret [0], pem = c->jwt_public_key [0], jwks = c->jwt_jwks_url [0];
+    if ((alg == QN_JWT_HS256 && !secret)
+    ||  ((alg == QN_JWT_RS256 || alg == QN_JWT_EDDSA) && !pem && !jwks)
+    ||  (alg == QN_JWT_AUTO && !secret && !pem && !jwks)) {
+        snprintf (err, err_len, "JWT_ENABLED: JWT_ALGORITHM=%s needs %s", qn_jwt_alg_name (alg),
+                  alg == QN_JWT_HS256 ? "JWT_SECRET"
+                : alg == QN_JWT_AUTO ? "JWT_SECRET, JWT_PUBLIC_KEY or JWT_JWKS_URL"
+                : "JWT_PUBLIC_KEY or JWT_JWKS_URL");
+        return -1;
+    }
+    if (jwks && strncasecmp (c->jwt_jwks_url, "http://", 7) && strncasecmp (c->jwt_jwks_url, "https://", 8)) {
+        snprintf (err, err_len, "JWT_JWKS_URL: expected an http:// or https:// URL");
+        return -1;
+    }
+    return 0;
+}
+
 int
 qn_config_load_from (qn_config_t *c, const char *(*get) (const char *), char *err, size_t err_len)
 {
@@ -140,7 +196,7 @@ qn_config_load_from (qn_config_t *c, const char *(*get) (const char *), char *er
         snprintf (err, err_len, "QUEEN_ENCRYPTION_KEY: expected 64 hex characters (32 bytes)");
         return -1;
     }
-    return 0;
+    return s_check_jwt (c, err, err_len);
 }
 
 int

@@ -45,6 +45,22 @@ typedef struct {
     //  Misc
     char *log_level;
     char *queen_encryption_key;
+    //  Access control (JWT, spec §1.8)
+    bool jwt_enabled;
+    char *jwt_algorithm;        //  auto, HS256, RS256 or EdDSA
+    char *jwt_secret;
+    char *jwt_public_key;       //  PEM
+    char *jwt_jwks_url;
+    int64_t jwt_jwks_refresh_ms;
+    char *jwt_issuer;
+    char *jwt_audience;
+    int64_t jwt_clock_skew_s;
+    char *jwt_roles_claim;
+    char *jwt_roles_array_claim;
+    char *jwt_role_admin;
+    char *jwt_role_read_write;
+    char *jwt_role_read_only;
+    char *jwt_skip_paths;       //  Comma-separated; "/x/" is a prefix
     bool embedded;              //  Not a setting: PG_HOST was unset
 } qn_config_t;
 

@@ -31,7 +31,9 @@
     X (QN_MSG_SPOOL_REPLAYED, 42)  /* event "spool": replay progress */ \
     X (QN_MSG_TICK,          50)   /* periodic self-message */ \
     X (QN_MSG_CONFIG,        51)   /* event "maintenance": [push, pop] */ \
-    X (QN_MSG_POP_SETTLED,   36)   /* codec_http -> lease_manager: woken pop done [ctx_id, found] */
+    X (QN_MSG_POP_SETTLED,   36)   /* codec_http -> lease_manager: woken pop done [ctx_id, found] */ \
+    X (QN_MSG_JWKS_KEYS,     60)   /* event "jwks": [generation, jwks json (bin)] */ \
+    X (QN_MSG_JWKS_REFRESH,  61)   /* codec_http -> jwks: unknown key id, fetch again soon [] */
 
 typedef enum {
 #define QN_MSG_ENUM(name, num) name = num,

@@ -115,6 +115,7 @@ main (int argc, char **argv)
            && (!qn_lease_manager_new || qn_lease_manager_new (kernel, &config))
            && (!qn_retention_new || qn_retention_new (kernel, &config))
            && qn_codec_http_new (kernel, &config)
+           && (!qn_jwks_new || qn_jwks_new (kernel, &config))
            && qn_acceptor_new (kernel, &config);
     int rc = 1;
     if (ok) {
