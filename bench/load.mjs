@@ -20,6 +20,7 @@ const seconds = Number(args.seconds || 15);
 const batch = Number(args.batch || 100);
 const payloadBytes = Number(args.payload || 256);
 const partitions = Number(args.partitions || 1000);
+const popPartitions = Number(args['pop-partitions'] || 100);
 
 function request (agent, method, path, body) {
     return new Promise((resolve, reject) => {
@@ -74,7 +75,7 @@ async function consumer (deadline, stats) {
     const agent = new http.Agent({ keepAlive: true, maxSockets: 1 });
     while (Date.now() < deadline) {
         const r = await request(agent, 'GET',
-            `/api/v1/pop/queue/${queue}?batch=${batch}&wait=true&timeout=500`);
+            `/api/v1/pop/queue/${queue}?batch=${batch}&partitions=${popPartitions}&wait=true&timeout=500`);
         if (r.status === 204)
             continue;
         if (r.status !== 200) {

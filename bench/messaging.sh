@@ -6,7 +6,8 @@
 #      arrays from 8 clients (the SQL the broker runs, minus the broker).
 #   2. cycle: producers and consumers together (push; pop batch 100 + ack
 #      batch)  vs  pgbench running the same pop and ack calls (two round
-#      trips, like the broker) beside the push script.
+#      trips, like the broker) beside the push script. Pops claim up to 100
+#      partitions for a batch of 100 (the sparse pattern: 1,000 partitions).
 #   3. long-poll wake-up latency push -> delivery, p50/p99.
 #   4. broker RSS at idle and under load.
 # Consumed counts come from the cursors (same query for broker and pgbench).
@@ -85,10 +86,10 @@ sed 's/bpg/bpgc/' "$T/push.sql" > "$T/push_c.sql"
 cat > "$T/consume.sql" <<EOF
 SELECT coalesce (array_agg (partition_id), '{}') AS pids, coalesce (array_agg (seq), '{}') AS seqs,
        count (seq) AS n
-  FROM queen.pop ('', 'bpgc', NULL, '__QUEUE_MODE__', NULL, NULL, 100, 1, gen_random_uuid (), false)
+  FROM queen.pop ('', 'bpgc', NULL, '__QUEUE_MODE__', NULL, NULL, 100, 100, gen_random_uuid (), false)
  WHERE seq IS NOT NULL \gset
-SELECT count(*) FROM queen.ack ('', array_fill ('__QUEUE_MODE__'::text, ARRAY[:n]), :'pids'::bigint[],
-  array_fill (NULL::text, ARRAY[:n]), :'seqs'::bigint[], array_fill ('completed'::text, ARRAY[:n]),
+SELECT count(*) FROM queen.ack ('', array_fill ('__QUEUE_MODE__'::text, ARRAY[:n]), ':pids'::bigint[],
+  array_fill (NULL::text, ARRAY[:n]), ':seqs'::bigint[], array_fill ('completed'::text, ARRAY[:n]),
   array_fill (NULL::uuid, ARRAY[:n]), array_fill (NULL::text, ARRAY[:n]));
 EOF
 # Create the pgbench queues with the same options.
@@ -99,7 +100,7 @@ curl -sf -X POST "$URL/api/v1/configure" -H 'Content-Type: application/json' \
 
 echo "messaging: push ceiling via pgbench (${SECS}s)"
 PGOPTIONS="-c jit=off" "$PGBENCH" -n -h 127.0.0.1 -p "$QN_PG_PORT" -U postgres -c 8 -j 2 -T "$SECS" \
-    -f "$T/push.sql" $DB > "$T/pgbench_push.txt" 2>&1
+    -f "$T/push.sql" $DB > "$T/pgbench_push.txt" 2>&1 || { cat "$T/pgbench_push.txt"; exit 1; }
 PG_TPS=$(awk '/^tps/ { print int($3) }' "$T/pgbench_push.txt" | head -n 1)
 PG_PUSH_RATE=$((PG_TPS * 100))
 
@@ -114,7 +115,8 @@ CYCLE_RATE=$(( (C1 - C0) / SECS ))
 echo "messaging: cycle ceiling via pgbench (${SECS}s)"
 P0=$(consumed bpgc)
 PGOPTIONS="-c jit=off" "$PGBENCH" -n -h 127.0.0.1 -p "$QN_PG_PORT" -U postgres -c 8 -j 2 -T "$SECS" \
-    -f "$T/push_c.sql@1" -f "$T/consume.sql@1" $DB > "$T/pgbench_cycle.txt" 2>&1
+    -f "$T/push_c.sql@1" -f "$T/consume.sql@1" $DB > "$T/pgbench_cycle.txt" 2>&1 \
+    || { cat "$T/pgbench_cycle.txt"; exit 1; }
 P1=$(consumed bpgc)
 PG_CYCLE_RATE=$(( (P1 - P0) / SECS ))
 
