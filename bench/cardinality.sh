@@ -129,10 +129,11 @@ node "$HERE/card_load.mjs" --url "$URL" --queue "$Q" --checkpoints "$CHECKPOINTS
     --checkpoint-cmd "sh $T/checkpoint.sh" > "$T/card.jsonl" &
 LPID=$!
 #  Echo progress while it runs
-tail -f "$T/card.jsonl" --pid=$LPID 2>/dev/null | sed 's/^/cardinality: /' &
+tail -f "$T/card.jsonl" --pid=$LPID 2>/dev/null | sed 's/^/cardinality: /' >&2 &
+TPID=$!
 wait "$LPID" || rc=$?
 LPID=""
-sleep 0.2
+wait "$TPID" 2>/dev/null || true
 
 # ---------------------------------------------------------------- report
 #  Field $2 of a JSON line: number or null.
