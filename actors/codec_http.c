@@ -734,6 +734,16 @@ s_on_jwks (void *self_, const qn_env_t *env)
     return qn_http_auth_on_jwks (self_, env);
 }
 
+//  The spool's answer to our start-up question (events may have been
+//  published before we subscribed). No answer: the periodic event will do.
+static void
+s_on_spool_stats (void *self_, void *arg, const qn_env_t *env)
+{
+    (void) arg;
+    if (env)
+        s_on_spool (self_, env);
+}
+
 static int
 s_on_start (void *self_, const qn_env_t *env)
 {
@@ -743,6 +753,10 @@ s_on_start (void *self_, const qn_env_t *env)
     qn_subscribe (codec->kernel, "spool");
     qn_subscribe (codec->kernel, "maintenance");
     qn_subscribe (codec->kernel, "jwks");
+    if (qn_spool_new) {
+        qn_msg_t ask = { .to = "spool", .type = QN_MSG_SPOOL_STATS, .body = "\x90", .body_len = 1 };
+        qn_request (codec->kernel, &ask, 2000, s_on_spool_stats, NULL);
+    }
     return 0;
 }
 
