@@ -16,12 +16,11 @@
 */
 #include "codec_http.h"
 #include "actors/pg_statements.h"
+#include "wire/crypto.h"
 #include "wire/ids.h"
 
 #include <assert.h>
 #include <inttypes.h>
-#include <openssl/evp.h>
-#include <sodium.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -585,89 +584,47 @@ done:
 }
 
 // ------------------------------------------------------------------ decryption
-//  Decrypts a stored {"encrypted","iv","authTag"} payload (spec 2.10:
-//  AES-256-GCM, base64 fields) into out; the plaintext must be JSON.
-//  Returns 0, or -1. The same format as the pop route's (codec_http_pop.c):
-//  both should move to one wire/ helper.
-static int
-s_decrypt (const char *hex_key, const char *stored, size_t len, qn_buf_t *out)
-{
-    uint8_t key [32], iv [64], tag [16];
-    size_t key_len = 0, iv_len = 0, tag_len = 0, ct_len = 0;
-    if (!hex_key || strlen (hex_key) != 64
-    ||  sodium_hex2bin (key, sizeof key, hex_key, 64, NULL, &key_len, NULL) || key_len != 32)
-        return -1;
-    qn_json_doc_t doc;
-    qn_json_doc_init (&doc);
-    qn_buf_t f [3] = { QN_BUF_INIT, QN_BUF_INIT, QN_BUF_INIT };
-    const char *names [3] = { "encrypted", "iv", "authTag" };
-    int rc = qn_json_parse (&doc, stored, len, 4);
-    for (int i = 0; i < 3 && !rc; i++)
-        rc = qn_json_str (&doc, qn_json_get (&doc, 0, names [i]), &f [i]) ? -1 : 0;
-    qn_json_doc_free (&doc);
-    uint8_t *ct = rc ? NULL : qn_malloc (f [0].len + 1);
-    EVP_CIPHER_CTX *c = rc ? NULL : EVP_CIPHER_CTX_new ();
-    int n = 0, fin = 0;
-    rc = !c
-      || sodium_base642bin (ct, f [0].len + 1, f [0].data, f [0].len, NULL, &ct_len, NULL,
-                            sodium_base64_VARIANT_ORIGINAL)
-      || sodium_base642bin (iv, sizeof iv, f [1].data, f [1].len, NULL, &iv_len, NULL,
-                            sodium_base64_VARIANT_ORIGINAL)
-      || sodium_base642bin (tag, sizeof tag, f [2].data, f [2].len, NULL, &tag_len, NULL,
-                            sodium_base64_VARIANT_ORIGINAL)
-      || iv_len == 0 || tag_len != sizeof tag
-      || EVP_DecryptInit_ex (c, EVP_aes_256_gcm (), NULL, NULL, NULL) != 1
-      || EVP_CIPHER_CTX_ctrl (c, EVP_CTRL_GCM_SET_IVLEN, (int) iv_len, NULL) != 1
-      || EVP_DecryptInit_ex (c, NULL, NULL, key, iv) != 1 ? -1 : 0;
-    if (!rc) {
-        qn_buf_reset (out);
-        qn_buf_reserve (out, ct_len + 16);
-        rc = EVP_DecryptUpdate (c, (uint8_t *) out->data, &n, ct, (int) ct_len) != 1
-          || EVP_CIPHER_CTX_ctrl (c, EVP_CTRL_GCM_SET_TAG, sizeof tag, tag) != 1
-          || EVP_DecryptFinal_ex (c, (uint8_t *) out->data + n, &fin) != 1 ? -1 : 0;
-        out->len = (size_t) (n + fin);
-    }
-    if (!rc) {
-        qn_json_doc_init (&doc);
-        rc = qn_json_parse (&doc, out->data, out->len, 0);
-        qn_json_doc_free (&doc);
-    }
-    EVP_CIPHER_CTX_free (c);
-    free (ct);
-    for (int i = 0; i < 3; i++)
-        qn_buf_free (&f [i]);
-    sodium_memzero (key, sizeof key);
-    return rc;
-}
-
-//  The message read route: an encrypted payload goes out decrypted when
-//  the server has the key (spec 2.10); otherwise as stored.
+//  The message read route: an encrypted payload goes out decrypted (spec
+//  2.10) with the key ring of QUEEN_ENCRYPTION_KEY and
+//  QUEEN_ENCRYPTION_OLD_KEYS. One that does not decrypt (no such key,
+//  altered) stays in its stored, encrypted form, with `isEncrypted: true`
+//  and a `decryptionError` member saying why: never garbage.
 static void
 s_post_message (qn_codec_t *codec, qn_buf_t *body)
 {
-    const char *key = qn_codec_config (codec)->queen_encryption_key;
-    if (!key || !key [0])
-        return;
     qn_json_doc_t doc;
     qn_json_doc_init (&doc);
     bool enc = false;
     if (qn_json_parse (&doc, body->data, body->len, 64) == 0
+    &&  qn_json_type (&doc, 0) == QN_JSON_OBJECT
     &&  qn_json_bool (&doc, qn_json_get (&doc, 0, "isEncrypted"), &enc) == 0 && enc) {
+        const qn_config_t *cfg = qn_codec_config (codec);
+        qn_crypto_keys_t *ring = qn_crypto_keys_new ();
+        qn_crypto_keys_load (ring, cfg->queen_encryption_key, cfg->queen_encryption_old_keys, NULL, 0);
         size_t len;
-        int tok = qn_json_get (&doc, 0, "payload");
-        const char *raw = qn_json_raw (&doc, tok, &len);
-        qn_buf_t plain = QN_BUF_INIT;
-        if (raw && s_decrypt (key, raw, len, &plain) == 0) {
-            qn_buf_t out = QN_BUF_INIT;
+        const char *raw = qn_json_raw (&doc, qn_json_get (&doc, 0, "payload"), &len);
+        qn_buf_t plain = QN_BUF_INIT, out = QN_BUF_INIT;
+        char why [256] = "payload missing";
+        if (raw && qn_crypto_open_json (ring, raw, len, &plain, why, sizeof why) == 0) {
             qn_buf_append (&out, body->data, (size_t) (raw - body->data));
             qn_buf_append (&out, plain.data, plain.len);
             qn_buf_append (&out, raw + len, body->len - (size_t) (raw + len - body->data));
-            qn_buf_free (body);
-            *body = out;
         }
-        else
-            qn_warn ("payload not decrypted: sent as stored");
+        else {
+            //  Insert the reason before the closing brace of the object.
+            qn_warn ("payload not decrypted: sent as stored: reason=%s", why);
+            size_t end = doc.toks [0].start + doc.toks [0].len - 1;
+            qn_buf_append (&out, body->data, end);
+            qn_buf_puts (&out, ",\"decryptionError\":");
+            qn_jw_t w;
+            qn_jw_init (&w, &out);
+            qn_jw_str (&w, why);
+            qn_buf_append (&out, body->data + end, body->len - end);
+        }
+        qn_buf_free (body);
+        *body = out;
         qn_buf_free (&plain);
+        qn_crypto_keys_destroy (&ring);
     }
     qn_json_doc_free (&doc);
 }

@@ -15,14 +15,15 @@
     Owns      per request: the parsed pop (ctx->state)
     Failure   bad parameters -> 400 naming the parameter; database down or
               slow -> 503 at once (pops fail fast); lock contention -> empty;
-              other database errors -> qn_http_reply_pg_error
+              other database errors -> qn_http_reply_pg_error; an encrypted
+              payload that does not decrypt -> 500 naming the message
+              (never the stored bytes)
 */
 #include "codec_http.h"
 #include "pg_statements.h"
+#include "wire/crypto.h"
 #include "wire/ids.h"
 
-#include <openssl/evp.h>
-#include <sodium.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -226,65 +227,14 @@ s_jw_col_str (qn_jw_t *w, const char *key, const qn_pg_result_t *res, uint32_t r
         qn_jw_null (w);
 }
 
-//  Decrypts a stored {"encrypted","iv","authTag"} payload (§2.10:
-//  AES-256-GCM, base64 fields) into out. Returns 0, or -1 (out undefined).
-static int
-s_decrypt (const char *hex_key, const char *stored, size_t len, qn_buf_t *out)
-{
-    uint8_t key [32], iv [64], tag [16];
-    size_t key_len = 0, iv_len = 0, tag_len = 0, ct_len = 0;
-    if (!hex_key || strlen (hex_key) != 64
-    ||  sodium_hex2bin (key, sizeof key, hex_key, 64, NULL, &key_len, NULL) || key_len != 32)
-        return -1;
-    qn_json_doc_t doc;
-    qn_json_doc_init (&doc);
-    qn_buf_t f [3] = { QN_BUF_INIT, QN_BUF_INIT, QN_BUF_INIT };
-    const char *names [3] = { "encrypted", "iv", "authTag" };
-    int rc = qn_json_parse (&doc, stored, len, 4);
-    for (int i = 0; i < 3 && !rc; i++)
-        rc = qn_json_str (&doc, qn_json_get (&doc, 0, names [i]), &f [i]) ? -1 : 0;
-    qn_json_doc_free (&doc);
-    uint8_t *ct = rc ? NULL : qn_malloc (f [0].len + 1);
-    EVP_CIPHER_CTX *c = rc ? NULL : EVP_CIPHER_CTX_new ();
-    int n = 0, fin = 0;
-    rc = !c
-      || sodium_base642bin (ct, f [0].len + 1, f [0].data, f [0].len, NULL, &ct_len, NULL,
-                            sodium_base64_VARIANT_ORIGINAL)
-      || sodium_base642bin (iv, sizeof iv, f [1].data, f [1].len, NULL, &iv_len, NULL,
-                            sodium_base64_VARIANT_ORIGINAL)
-      || sodium_base642bin (tag, sizeof tag, f [2].data, f [2].len, NULL, &tag_len, NULL,
-                            sodium_base64_VARIANT_ORIGINAL)
-      || iv_len == 0 || tag_len != sizeof tag
-      || EVP_DecryptInit_ex (c, EVP_aes_256_gcm (), NULL, NULL, NULL) != 1
-      || EVP_CIPHER_CTX_ctrl (c, EVP_CTRL_GCM_SET_IVLEN, (int) iv_len, NULL) != 1
-      || EVP_DecryptInit_ex (c, NULL, NULL, key, iv) != 1 ? -1 : 0;
-    if (!rc) {
-        qn_buf_reset (out);
-        qn_buf_reserve (out, ct_len + 16);
-        rc = EVP_DecryptUpdate (c, (uint8_t *) out->data, &n, ct, (int) ct_len) != 1
-          || EVP_CIPHER_CTX_ctrl (c, EVP_CTRL_GCM_SET_TAG, sizeof tag, tag) != 1
-          || EVP_DecryptFinal_ex (c, (uint8_t *) out->data + n, &fin) != 1 ? -1 : 0;
-        out->len = (size_t) (n + fin);
-    }
-    if (!rc) {
-        //  The plaintext goes into the response verbatim: it must be JSON.
-        qn_json_doc_init (&doc);
-        rc = qn_json_parse (&doc, out->data, out->len, 0);
-        qn_json_doc_free (&doc);
-    }
-    EVP_CIPHER_CTX_free (c);
-    free (ct);
-    for (int i = 0; i < 3; i++)
-        qn_buf_free (&f [i]);
-    sodium_memzero (key, sizeof key);
-    return rc;
-}
-
 //  Writes "data": the payload bytes verbatim (JSON text), decrypted when
-//  stored encrypted and the server has the key.
-static void
+//  stored encrypted (§2.10) with the key ring of QUEEN_ENCRYPTION_KEY and
+//  QUEEN_ENCRYPTION_OLD_KEYS, built into *ring on first need. Returns 0,
+//  or -1 with the reason in why when an encrypted payload does not open
+//  (no such key, altered, not JSON): nothing usable is written then.
+static int
 s_jw_payload (qn_codec_t *codec, qn_jw_t *w, const qn_pg_result_t *res, uint32_t r,
-              qn_buf_t *scratch)
+              qn_buf_t *scratch, qn_crypto_keys_t **ring, char *why, size_t why_len)
 {
     const msgpack_object *o = s_col (res, r, C_PAYLOAD);
     const msgpack_object *enc = s_col (res, r, C_ENCRYPTED);
@@ -301,24 +251,31 @@ s_jw_payload (qn_codec_t *codec, qn_jw_t *w, const qn_pg_result_t *res, uint32_t
     }
     if (!p || !len) {
         qn_jw_knull (w, "data");
-        return;
+        return 0;
     }
     if (enc->type == MSGPACK_OBJECT_BOOLEAN && enc->via.boolean) {
-        const char *key = qn_codec_config (codec)->queen_encryption_key;
-        if (key && key [0] && s_decrypt (key, p, len, scratch) == 0) {
-            qn_jw_kraw (w, "data", scratch->data, scratch->len);
-            return;
+        if (!*ring) {
+            //  The settings were checked at start: this load cannot fail.
+            const qn_config_t *cfg = qn_codec_config (codec);
+            *ring = qn_crypto_keys_new ();
+            qn_crypto_keys_load (*ring, cfg->queen_encryption_key, cfg->queen_encryption_old_keys,
+                                 NULL, 0);
         }
-        if (key && key [0])
-            qn_warn ("payload not decrypted: sent as stored");
+        if (qn_crypto_open_json (*ring, p, len, scratch, why, why_len))
+            return -1;
+        p = scratch->data;
+        len = scratch->len;
     }
     qn_jw_kraw (w, "data", p, len);
+    return 0;
 }
 
 //  The §3.7 body for res (at least one message row) into b. Returns the
-//  number of messages.
-static uint32_t
-s_write_messages (qn_codec_t *codec, const s_pop_t *ps, const qn_pg_result_t *res, qn_buf_t *b)
+//  number of messages, or -1 when a payload did not decrypt: *bad is its
+//  row, why the reason, and b holds nothing usable.
+static int64_t
+s_write_messages (qn_codec_t *codec, const s_pop_t *ps, const qn_pg_result_t *res, qn_buf_t *b,
+                  uint32_t *bad, char *why, size_t why_len)
 {
     char id [QN_ID_STR_LEN + 1], pid_text [QN_ID_STR_LEN + 1], ts [32];
     const char *lease = ps->auto_ack ? "" : ps->lease;
@@ -344,7 +301,9 @@ s_write_messages (qn_codec_t *codec, const s_pop_t *ps, const qn_pg_result_t *re
     qn_jw_key (&w, "messages");
     qn_jw_arr (&w);
     qn_buf_t scratch = QN_BUF_INIT;
-    for (uint32_t r = 0; r < res->row_count; r++) {
+    qn_crypto_keys_t *ring = NULL;
+    int64_t written = 0;
+    for (uint32_t r = 0; r < res->row_count && written >= 0; r++) {
         if (!s_col_int (res, r, C_SEQ, &seq) || !s_col_int (res, r, C_PID, &pid))
             continue;
         qn_id_format (QN_ID_MESSAGE, seq, id);
@@ -359,7 +318,11 @@ s_write_messages (qn_codec_t *codec, const s_pop_t *ps, const qn_pg_result_t *re
         else
             qn_jw_kstr (&w, "transactionId", id);
         s_jw_col_str (&w, "traceId", res, r, C_TRACE);
-        s_jw_payload (codec, &w, res, r, &scratch);
+        if (s_jw_payload (codec, &w, res, r, &scratch, &ring, why, why_len)) {
+            *bad = r;
+            written = -1;
+            break;
+        }
         s_jw_col_str (&w, "producerSub", res, r, C_PRODUCER);
         if (s_col_int (res, r, C_CREATED, &created)) {
             qn_ts_us (created, ts);
@@ -375,9 +338,60 @@ s_write_messages (qn_codec_t *codec, const s_pop_t *ps, const qn_pg_result_t *re
         count++;
     }
     qn_buf_free (&scratch);
+    qn_crypto_keys_destroy (&ring);
+    if (written < 0)
+        return -1;
     qn_jw_arr_end (&w);
     qn_jw_obj_end (&w);
     return count;
+}
+
+//  A payload that does not decrypt is never sent as stored (§2.10): the
+//  whole pop answers 500 naming the message, with the ids a client needs
+//  to ack it as failed. The batch stays leased until its lease expires
+//  (docs/security.md, "Payload encryption").
+static void
+s_reply_undecryptable (qn_http_ctx_t *ctx, const s_pop_t *ps, const qn_pg_result_t *res,
+                       uint32_t r, const char *why)
+{
+    char id [QN_ID_STR_LEN + 1] = "", pid_text [QN_ID_STR_LEN + 1] = "";
+    int64_t seq = 0, pid = 0;
+    if (s_col_int (res, r, C_SEQ, &seq))
+        qn_id_format (QN_ID_MESSAGE, seq, id);
+    if (s_col_int (res, r, C_PID, &pid))
+        qn_id_format (QN_ID_PARTITION, pid, pid_text);
+    const msgpack_object *q = s_col (res, r, C_QUEUE), *part = s_col (res, r, C_PARTITION);
+    int qlen = q->type == MSGPACK_OBJECT_STR ? (int) q->via.str.size : 0;
+    int plen = part->type == MSGPACK_OBJECT_STR ? (int) part->via.str.size : 0;
+    const char *qs = qlen ? q->via.str.ptr : "", *ps_ = plen ? part->via.str.ptr : "";
+    qn_warn ("payload decryption failed: queue=%.*s partition=%.*s message=%s reason=%s",
+             qlen, qs, plen, ps_, id, why);
+    qn_count (qn_codec_kernel (ctx->codec), "payload_decrypt_failures", 1);
+    qn_buf_t msg = QN_BUF_INIT, b = QN_BUF_INIT;
+    qn_buf_printf (&msg, "Payload decryption failed for message %s (queue %.*s, partition %.*s): %s",
+                   id, qlen, qs, plen, ps_, why);
+    qn_jw_t w;
+    qn_jw_init (&w, &b);
+    qn_jw_obj (&w);
+    qn_jw_key (&w, "error");
+    qn_jw_strn (&w, msg.data, msg.len);
+    qn_jw_kstr (&w, "messageId", id);
+    const msgpack_object *txn = s_col (res, r, C_TXN);
+    if (txn->type == MSGPACK_OBJECT_STR) {
+        qn_jw_key (&w, "transactionId");
+        qn_jw_strn (&w, txn->via.str.ptr, txn->via.str.size);
+    }
+    else
+        qn_jw_kstr (&w, "transactionId", id);
+    qn_jw_kstr (&w, "partitionId", pid_text);
+    s_jw_col_str (&w, "queue", res, r, C_QUEUE);
+    s_jw_col_str (&w, "partition", res, r, C_PARTITION);
+    qn_jw_kstr (&w, "leaseId", ps->auto_ack ? "" : ps->lease);
+    qn_jw_kstr (&w, "consumerGroup", ps->group);
+    qn_jw_obj_end (&w);
+    qn_http_reply_json (ctx, 500, b.data, b.len);
+    qn_buf_free (&b);
+    qn_buf_free (&msg);
 }
 
 // ------------------------------------------------------------------ parking
@@ -509,11 +523,17 @@ s_on_popped (qn_codec_t *codec, qn_http_ctx_t *ctx, qn_pg_result_t *res, void *a
         return;
     }
     qn_buf_t b = QN_BUF_INIT;
-    uint32_t n = s_write_messages (codec, ps, res, &b);
-    qn_count (qn_codec_kernel (codec), "messages_popped", n);
+    uint32_t bad = 0;
+    char why [256] = "";
+    int64_t n = s_write_messages (codec, ps, res, &b, &bad, why, sizeof why);
     if (woken)
         s_settled (codec, id, true);
-    qn_http_reply_json (ctx, 200, b.data, b.len);
+    if (n < 0)
+        s_reply_undecryptable (ctx, ps, res, bad, why);
+    else {
+        qn_count (qn_codec_kernel (codec), "messages_popped", n);
+        qn_http_reply_json (ctx, 200, b.data, b.len);
+    }
     qn_buf_free (&b);
 }
 

@@ -9,9 +9,11 @@
     Receives  the requests of its routes (from codec_http) and the replies
               of its calls
     Sends     QN_MSG_PG_PUSH / QN_MSG_PG_EXEC to pg_writer,
-              QN_MSG_SPOOL_APPEND to spool, "committed" events
+              QN_MSG_SPOOL_APPEND to spool, "committed" events; with an
+              encryption key, QN_MSG_PG_EXEC (queue settings) to pg_reader
     Owns      one call state per request (the parsed body's tokens, which
-              point into the request body), freed by the call's callback
+              point into the request body), freed by the call's callback;
+              the queue-encryption cache (section "encryption")
     Failure   bad input gets a 400; database errors are mapped by SQLSTATE;
               a push that neither PostgreSQL nor the spool took gets a 503:
               a push is never acknowledged and then lost
@@ -22,6 +24,7 @@
 #include "codec_http.h"
 #include "pg_statements.h"
 #include "kernel/hashmap.h"
+#include "wire/crypto.h"
 #include "wire/ids.h"
 
 #include <stdio.h>
@@ -31,6 +34,9 @@
 #define S_MAX_ITEMS     10000   //  Items of a push, flattened operations of a transaction
 #define S_MAX_NAME      255     //  Bytes of a queue, partition or group name, of a transactionId
 #define S_SPOOL_WAIT_MS 15000   //  The spool answers after fsync
+#define S_QCONF_TTL_MS  2000    //  A queue's encryptionEnabled is asked again after this
+#define S_QCONF_WAIT_MS 5000    //  Deadline of that question
+#define S_QCONF_MAX     10000   //  Cached queues; the cache restarts empty beyond
 
 //  A validated push item: tokens of its fields, -1 when absent (or null,
 //  or an empty transactionId/traceId, which mean "none").
@@ -65,6 +71,8 @@ typedef struct {
     char (*minted) [QN_ID_STR_LEN + 1];     //  Owned: transaction ids minted for the spool
     s_ack_t *acks;              //  Owned: ack, ack/batch
     s_op_t *ops;                //  Owned: transaction
+    qn_buf_t *sealed;           //  Owned, or NULL: per item / op, the encrypted
+                                //  envelope to store instead of the payload (len 0: none)
     uint32_t npush, nack;
     char *queue, *ns, *task;    //  Owned: configure
     char lease [QN_ID_STR_LEN + 1];         //  extend
@@ -80,6 +88,9 @@ s_call_free (s_call_t *c)
     free (c->minted);
     free (c->acks);
     free (c->ops);
+    for (uint32_t i = 0; c->sealed && i < c->count; i++)
+        qn_buf_free (&c->sealed [i]);
+    free (c->sealed);
     free (c->queue);
     free (c->ns);
     free (c->task);
@@ -292,10 +303,11 @@ s_pack_payload (msgpack_packer *pk, const qn_json_doc_t *doc, int tok, const cha
 }
 
 //  One PG_PUSH / SPOOL_APPEND item: [queue, partition, txn|nil,
-//  payload(bin), trace|nil, producer|nil, encrypted].
+//  payload(bin), trace|nil, producer|nil, encrypted]. `sealed` (or NULL):
+//  the envelope that replaces the payload of an encrypted queue.
 static void
 s_pack_item (msgpack_packer *pk, const qn_json_doc_t *doc, const s_item_t *it,
-             const char *minted, qn_buf_t *scratch)
+             const char *minted, const qn_buf_t *sealed, qn_buf_t *scratch)
 {
     msgpack_pack_array (pk, 7);
     s_pack_tok (pk, doc, it->queue, scratch);
@@ -310,10 +322,16 @@ s_pack_item (msgpack_packer *pk, const qn_json_doc_t *doc, const s_item_t *it,
         s_pack_cstr (pk, minted);
     else
         msgpack_pack_nil (pk);
-    s_pack_payload (pk, doc, it->payload, "null");
+    bool enc = sealed && sealed->len;
+    if (enc) {
+        msgpack_pack_bin (pk, sealed->len);
+        msgpack_pack_bin_body (pk, sealed->data, sealed->len);
+    }
+    else
+        s_pack_payload (pk, doc, it->payload, "null");
     s_pack_tok (pk, doc, it->trace, scratch);
     msgpack_pack_nil (pk);          //  Producer: the JWT subject, once auth exists
-    msgpack_pack_false (pk);
+    enc ? msgpack_pack_true (pk) : msgpack_pack_false (pk);
 }
 
 // ------------------------------------------------------------------ results
@@ -443,7 +461,295 @@ s_db_unavailable (const qn_pg_result_t *res)
         || (!strncmp (s, "57", 2) && strcmp (s, "57014")) || !strcmp (s, "53300");
 }
 
+// ------------------------------------------------------------------ encryption
+//  Payloads of queues with encryptionEnabled (§2.10) are sealed here, before
+//  PG_PUSH, the spool or queen.txn, so nothing downstream ever holds their
+//  plaintext. Which queues: a cache of name -> encryptionEnabled, asked
+//  again with one raw query on pg_reader for the queues of a push not
+//  confirmed in the last S_QCONF_TTL_MS (no round trip when warm), and set
+//  at once by configure on this broker. A queue the query does not find
+//  is created by the push with defaults: not encrypted. A setting that
+//  cannot be confirmed (database down, query failed) counts as encrypted:
+//  pop decrypts whatever is stored encrypted, so that errs on the safe
+//  side. Without QUEEN_ENCRYPTION_KEY nothing is sealed or asked (§2.10:
+//  plaintext).
+//
+//  The state is file-static rather than in struct qn_codec (STYLE §8):
+//  codec_http is one actor on one thread and only its thread runs these
+//  handlers. It lives until exit (reachable, so not a leak).
+typedef struct {
+    char *key;                  //  Owned: tenant, NUL, queue name
+    size_t key_len;
+    bool encrypted;
+    int64_t checked_ms;         //  Monotonic: when the database or configure said so
+} s_qconf_t;
+
+static struct {
+    qn_hashmap_t *queues;       //  Owned: hash of key -> s_qconf_t (owned)
+    qn_crypto_keys_t *ring;     //  Owned: the settings' keys, loaded on first use
+} s_enc;
+
+typedef void (s_send_fn) (qn_codec_t *codec, qn_http_ctx_t *ctx, s_call_t *c);
+
+//  A pending settings question: the call to finish afterwards.
+typedef struct {
+    s_call_t *c;                //  Owned
+    s_send_fn *then;
+} s_qconf_ask_t;
+
+static const char *s_qconf_sql =
+    "SELECT name, encryption_enabled FROM queen.queues"
+    " WHERE tenant = $1 AND name IN (SELECT jsonb_array_elements_text ($2::jsonb))";
+
+//  The ring when this broker encrypts (it has a current key), else NULL.
+static const qn_crypto_keys_t *
+s_ring (qn_codec_t *codec)
+{
+    if (!s_enc.ring) {
+        //  The settings were checked at start: this load cannot fail.
+        const qn_config_t *cfg = qn_codec_config (codec);
+        s_enc.ring = qn_crypto_keys_new ();
+        qn_crypto_keys_load (s_enc.ring, cfg->queen_encryption_key,
+                             cfg->queen_encryption_old_keys, NULL, 0);
+    }
+    return qn_crypto_keys_can_seal (s_enc.ring) ? s_enc.ring : NULL;
+}
+
+static uint64_t
+s_qconf_hash (const char *tenant, const char *name, size_t len)
+{
+    uint64_t h = 1469598103934665603ULL;
+    for (const char *p = tenant; *p; p++)
+        h = (h ^ (uint8_t) *p) * 1099511628211ULL;
+    h *= 1099511628211ULL;      //  The NUL between tenant and name
+    for (size_t i = 0; i < len; i++)
+        h = (h ^ (uint8_t) name [i]) * 1099511628211ULL;
+    return h ? h : 1;
+}
+
+static bool
+s_qconf_is (const s_qconf_t *q, const char *tenant, const char *name, size_t len)
+{
+    size_t tlen = strlen (tenant);
+    return q && q->key_len == tlen + 1 + len && !memcmp (q->key, tenant, tlen + 1)
+        && !memcmp (q->key + tlen + 1, name, len);
+}
+
+static void
+s_qconf_free_entry (void *arg, uint64_t key, void *value)
+{
+    (void) arg;
+    (void) key;
+    s_qconf_t *q = value;
+    free (q->key);
+    free (q);
+}
+
+//  Records what the database (or configure) says about a queue now.
+static void
+s_qconf_put (const char *tenant, const char *name, size_t len, bool encrypted)
+{
+    if (!s_enc.queues)
+        s_enc.queues = qn_hashmap_new ();
+    uint64_t h = s_qconf_hash (tenant, name, len);
+    s_qconf_t *q = qn_hashmap_get (s_enc.queues, h);
+    if (!s_qconf_is (q, tenant, name, len)) {
+        if (q)                  //  Hash collision: the newer queue wins
+            s_qconf_free_entry (NULL, h, qn_hashmap_remove (s_enc.queues, h));
+        else
+        if (qn_hashmap_size (s_enc.queues) >= S_QCONF_MAX) {
+            qn_hashmap_each (s_enc.queues, s_qconf_free_entry, NULL);
+            qn_hashmap_destroy (&s_enc.queues);
+            s_enc.queues = qn_hashmap_new ();
+        }
+        size_t tlen = strlen (tenant);
+        q = qn_zalloc (sizeof *q);
+        q->key_len = tlen + 1 + len;
+        q->key = qn_malloc (q->key_len);
+        memcpy (q->key, tenant, tlen + 1);
+        memcpy (q->key + tlen + 1, name, len);
+        qn_hashmap_put (s_enc.queues, h, q);
+    }
+    q->encrypted = encrypted;
+    q->checked_ms = qn_now_ms ();
+}
+
+//  1 when the queue is known to be encrypted, 0 known not to be, -1 when
+//  not confirmed within S_QCONF_TTL_MS.
+static int
+s_qconf_get (const char *tenant, const char *name, size_t len)
+{
+    s_qconf_t *q = s_enc.queues
+                 ? qn_hashmap_get (s_enc.queues, s_qconf_hash (tenant, name, len)) : NULL;
+    if (!s_qconf_is (q, tenant, name, len) || qn_now_ms () - q->checked_ms > S_QCONF_TTL_MS)
+        return -1;
+    return q->encrypted;
+}
+
+//  The push item at position i of the call (an item of a push, a push
+//  operation of a transaction), or NULL for an ack operation.
+static const s_item_t *
+s_item_at (const s_call_t *c, uint32_t i)
+{
+    if (c->ops)
+        return c->ops [i].is_push ? &c->ops [i].item : NULL;
+    return &c->items [i];
+}
+
+//  Seals the payloads of the call's encrypted (or unconfirmed) queues into
+//  c->sealed, then hands c to `then`. Takes c; on failure answers 500.
+static void
+s_seal_and_send (qn_codec_t *codec, qn_http_ctx_t *ctx, s_call_t *c, s_send_fn *then)
+{
+    const qn_crypto_keys_t *ring = s_ring (codec);
+    qn_buf_t scratch = QN_BUF_INIT;
+    const char *dflt = c->ops ? "{}" : "null";      //  What an absent payload stores
+    int64_t sealed = 0;
+    for (uint32_t i = 0; i < c->count; i++) {
+        const s_item_t *it = s_item_at (c, i);
+        const char *q;
+        size_t qlen;
+        if (!it || s_text (&c->doc, it->queue, &scratch, &q, &qlen) < 0
+        ||  s_qconf_get (ctx->tenant, q, qlen) == 0)
+            continue;
+        if (!c->sealed)
+            c->sealed = qn_zalloc (c->count * sizeof *c->sealed);
+        size_t len = strlen (dflt);
+        const char *raw = it->payload >= 0 ? qn_json_raw (&c->doc, it->payload, &len) : dflt;
+        int rc = qn_crypto_seal (ring, raw, len, &c->sealed [i]);
+        if (rc) {
+            qn_http_reply_errorf (ctx, 500, "payload encryption failed (item %u): %s", i,
+                                  qn_crypto_strerror (rc));
+            qn_buf_free (&scratch);
+            s_call_free (c);
+            return;
+        }
+        sealed++;
+    }
+    qn_buf_free (&scratch);
+    if (sealed)
+        qn_count (qn_codec_kernel (codec), "payloads_encrypted", sealed);
+    then (codec, ctx, c);
+}
+
+//  The settings answer: every queue asked and not found is new (defaults,
+//  not encrypted); a failed question leaves them unconfirmed.
+static void
+s_on_qconf (qn_codec_t *codec, qn_http_ctx_t *ctx, qn_pg_result_t *res, void *arg)
+{
+    s_qconf_ask_t *ask = arg;
+    s_call_t *c = ask->c;
+    s_send_fn *then = ask->then;
+    free (ask);
+    if (!ctx) {
+        s_call_free (c);
+        return;
+    }
+    if (res->ok) {
+        qn_buf_t scratch = QN_BUF_INIT;
+        for (uint32_t i = 0; i < c->count; i++) {
+            const s_item_t *it = s_item_at (c, i);
+            const char *q;
+            size_t qlen;
+            if (it && s_text (&c->doc, it->queue, &scratch, &q, &qlen) >= 0
+            &&  s_qconf_get (ctx->tenant, q, qlen) < 0)
+                s_qconf_put (ctx->tenant, q, qlen, false);
+        }
+        qn_buf_free (&scratch);
+        for (uint32_t r = 0; r < res->row_count; r++) {
+            const char *q;
+            size_t qlen;
+            if (s_col_str (res, r, 0, &q, &qlen))
+                s_qconf_put (ctx->tenant, q, qlen, s_col_bool (res, r, 1) == 1);
+        }
+    }
+    else
+        qn_info ("queue settings not read, unconfirmed queues get encrypted: sqlstate=%s reason=%s",
+                 res->sqlstate, res->timed_out ? "timeout" : res->message ? res->message : "");
+    s_seal_and_send (codec, ctx, c, then);
+}
+
+//  Seals what must be sealed, then calls `then`, which takes c. Asks
+//  pg_reader first (one round trip) when a queue of the call is not
+//  confirmed and the database is up. Takes c.
+static void
+s_seal_then (qn_codec_t *codec, qn_http_ctx_t *ctx, s_call_t *c, s_send_fn *then)
+{
+    if (!s_ring (codec)) {
+        then (codec, ctx, c);
+        return;
+    }
+    //  The unconfirmed queues, each once, as a JSON array of names.
+    qn_buf_t names = QN_BUF_INIT, scratch = QN_BUF_INIT;
+    qn_hashmap_t *seen = qn_hashmap_new ();
+    qn_jw_t w;
+    qn_jw_init (&w, &names);
+    qn_jw_arr (&w);
+    uint32_t unconfirmed = 0;
+    for (uint32_t i = 0; i < c->count; i++) {
+        const s_item_t *it = s_item_at (c, i);
+        const char *q;
+        size_t qlen;
+        if (!it || s_text (&c->doc, it->queue, &scratch, &q, &qlen) < 0
+        ||  s_qconf_get (ctx->tenant, q, qlen) >= 0)
+            continue;
+        uint64_t h = s_qconf_hash ("", q, qlen);
+        if (qn_hashmap_get (seen, h))
+            continue;
+        qn_hashmap_put (seen, h, (void *) 1);
+        qn_jw_strn (&w, q, qlen);
+        unconfirmed++;
+    }
+    qn_jw_arr_end (&w);
+    qn_hashmap_destroy (&seen);
+    qn_buf_free (&scratch);
+    int rc = -1;
+    if (unconfirmed && qn_codec_db_up (codec)) {
+        msgpack_sbuffer sb;
+        msgpack_sbuffer_init (&sb);
+        msgpack_packer pk;
+        msgpack_packer_init (&pk, &sb, msgpack_sbuffer_write);
+        msgpack_pack_array (&pk, 3);
+        msgpack_pack_uint32 (&pk, QN_SQL_RAW);
+        s_pack_cstr (&pk, s_qconf_sql);
+        msgpack_pack_array (&pk, 2);
+        s_pack_cstr (&pk, ctx->tenant);
+        s_pack_strn (&pk, names.data, names.len);
+        s_qconf_ask_t *ask = qn_zalloc (sizeof *ask);
+        ask->c = c;
+        ask->then = then;
+        rc = qn_codec_call (codec, ctx, "pg_reader", QN_MSG_PG_EXEC, sb.data, sb.size,
+                            S_QCONF_WAIT_MS, s_on_qconf, ask);
+        if (rc)
+            free (ask);
+        else
+            qn_count (qn_codec_kernel (codec), "queue_settings_queries", 1);
+        msgpack_sbuffer_destroy (&sb);
+    }
+    qn_buf_free (&names);
+    if (rc)
+        s_seal_and_send (codec, ctx, c, then);
+}
+
 // ------------------------------------------------------------------ configure
+//  The stored options of a configured queue set its encryption at once.
+static void
+s_configured_encryption (qn_codec_t *codec, qn_http_ctx_t *ctx, const char *queue,
+                         const char *opts, size_t opts_len)
+{
+    qn_json_doc_t doc;
+    qn_json_doc_init (&doc);
+    bool enc = false;
+    if (qn_json_parse (&doc, opts, opts_len, 4) == 0
+    &&  qn_json_bool (&doc, qn_json_get (&doc, 0, "encryptionEnabled"), &enc) == 0) {
+        s_qconf_put (ctx->tenant, queue, strlen (queue), enc);
+        if (enc && !s_ring (codec))
+            qn_warn ("queue has encryptionEnabled but QUEEN_ENCRYPTION_KEY is unset:"
+                     " payloads are stored in plaintext: queue=%s", queue);
+    }
+    qn_json_doc_free (&doc);
+}
+
 static void
 s_on_configured (qn_codec_t *codec, qn_http_ctx_t *ctx, qn_pg_result_t *res, void *arg)
 {
@@ -474,7 +780,8 @@ s_on_configured (qn_codec_t *codec, qn_http_ctx_t *ctx, qn_pg_result_t *res, voi
         qn_jw_kstr (&w, "task", c->task);
         qn_jw_kraw (&w, "options", opts, opts_len);
         qn_jw_obj_end (&w);
-        s_reply_buf (ctx, 200, &b);
+        s_configured_encryption (codec, ctx, c->queue, opts, opts_len);
+        s_reply_buf (ctx, 200, &b);     //  Frees ctx
     }
     s_call_free (c);
 }
@@ -611,7 +918,8 @@ s_spool (qn_codec_t *codec, qn_http_ctx_t *ctx, s_call_t *c)
     for (uint32_t i = 0; i < c->count; i++) {
         if (c->items [i].txn < 0)
             qn_uuid_v7 (c->minted [i]);
-        s_pack_item (&pk, &c->doc, &c->items [i], c->minted [i], &scratch);
+        s_pack_item (&pk, &c->doc, &c->items [i], c->minted [i],
+                     c->sealed ? &c->sealed [i] : NULL, &scratch);
     }
     qn_buf_free (&scratch);
     int rc = qn_codec_call (codec, ctx, "spool", QN_MSG_SPOOL_APPEND, sb.data, sb.size,
@@ -703,6 +1011,36 @@ s_on_pushed (qn_codec_t *codec, qn_http_ctx_t *ctx, qn_pg_result_t *res, void *a
     s_call_free (c);
 }
 
+//  Sends a validated (and sealed) push to the spool or to pg_writer.
+//  Takes c.
+static void
+s_push_send (qn_codec_t *codec, qn_http_ctx_t *ctx, s_call_t *c)
+{
+    if (qn_codec_push_maintenance (codec) || qn_codec_spool_active (codec) || !qn_codec_db_up (codec)) {
+        s_spool (codec, ctx, c);
+        return;
+    }
+    qn_buf_t scratch = QN_BUF_INIT;
+    msgpack_sbuffer sb;
+    msgpack_sbuffer_init (&sb);
+    msgpack_packer pk;
+    msgpack_packer_init (&pk, &sb, msgpack_sbuffer_write);
+    msgpack_pack_array (&pk, 2);
+    s_pack_cstr (&pk, ctx->tenant);
+    msgpack_pack_array (&pk, c->count);
+    for (uint32_t i = 0; i < c->count; i++)
+        s_pack_item (&pk, &c->doc, &c->items [i], NULL, c->sealed ? &c->sealed [i] : NULL, &scratch);
+    qn_buf_free (&scratch);
+    uint32_t timeout = (uint32_t) qn_codec_config (codec)->db_statement_timeout_ms + 2000;
+    int rc = qn_codec_call (codec, ctx, "pg_writer", QN_MSG_PG_PUSH, sb.data, sb.size, timeout,
+                            s_on_pushed, c);
+    msgpack_sbuffer_destroy (&sb);
+    if (rc) {
+        qn_http_reply_errorf (ctx, 503, "database unavailable: %s", qn_strerror (rc));
+        s_call_free (c);
+    }
+}
+
 static void
 s_push (qn_codec_t *codec, qn_http_ctx_t *ctx)
 {
@@ -735,28 +1073,9 @@ s_push (qn_codec_t *codec, qn_http_ctx_t *ctx)
         }
         c->count++;
     }
-    if (qn_codec_push_maintenance (codec) || qn_codec_spool_active (codec) || !qn_codec_db_up (codec)) {
-        s_spool (codec, ctx, c);
-        c = NULL;
-        goto done;
-    }
-    msgpack_sbuffer sb;
-    msgpack_sbuffer_init (&sb);
-    msgpack_packer pk;
-    msgpack_packer_init (&pk, &sb, msgpack_sbuffer_write);
-    msgpack_pack_array (&pk, 2);
-    s_pack_cstr (&pk, ctx->tenant);
-    msgpack_pack_array (&pk, c->count);
-    for (uint32_t i = 0; i < c->count; i++)
-        s_pack_item (&pk, doc, &c->items [i], NULL, &scratch);
-    uint32_t timeout = (uint32_t) qn_codec_config (codec)->db_statement_timeout_ms + 2000;
-    int rc = qn_codec_call (codec, ctx, "pg_writer", QN_MSG_PG_PUSH, sb.data, sb.size, timeout,
-                            s_on_pushed, c);
-    msgpack_sbuffer_destroy (&sb);
-    if (rc == 0)
-        c = NULL;
-    else
-        qn_http_reply_errorf (ctx, 503, "database unavailable: %s", qn_strerror (rc));
+    //  Encrypted queues' payloads are sealed first (§2.10), then sent.
+    s_seal_then (codec, ctx, c, s_push_send);
+    c = NULL;
 done:
     qn_buf_free (&scratch);
     s_call_free (c);
@@ -1241,27 +1560,15 @@ s_pack_required (qn_http_ctx_t *ctx, const qn_json_doc_t *doc, msgpack_packer *p
     return 0;
 }
 
+//  Packs a validated (and sealed) transaction into one queen.txn call.
+//  Takes c.
 static void
-s_transaction (qn_codec_t *codec, qn_http_ctx_t *ctx)
+s_txn_send (qn_codec_t *codec, qn_http_ctx_t *ctx, s_call_t *c)
 {
-    s_call_t *c = s_call_new ();
-    qn_json_doc_t *doc = &c->doc;
+    const qn_json_doc_t *doc = &c->doc;
     qn_buf_t scratch = QN_BUF_INIT;
     msgpack_sbuffer sb;
     msgpack_sbuffer_init (&sb);
-    if (qn_http_parse_body (ctx, doc))
-        goto done;
-    int ops = qn_json_get (doc, 0, "operations");
-    if (qn_json_type (doc, ops) != QN_JSON_ARRAY) {
-        qn_http_reply_error (ctx, 400, "operations array required");
-        goto done;
-    }
-    if (qn_json_size (doc, ops) == 0) {
-        qn_http_reply_error (ctx, 400, "operations array cannot be empty");
-        goto done;
-    }
-    if (s_txn_parse (ctx, c, ops, &scratch))
-        goto done;
     //  queen.txn: tenant, 7 push arrays, 7 ack arrays, required leases.
     msgpack_packer pk;
     msgpack_packer_init (&pk, &sb, msgpack_sbuffer_write);
@@ -1271,6 +1578,7 @@ s_transaction (qn_codec_t *codec, qn_http_ctx_t *ctx)
         msgpack_pack_array (&pk, c->npush);
         for (uint32_t i = 0; i < c->count; i++) {
             const s_item_t *it = &c->ops [i].item;
+            const qn_buf_t *sealed = c->sealed && c->sealed [i].len ? &c->sealed [i] : NULL;
             if (!c->ops [i].is_push)
                 continue;
             switch (f) {
@@ -1278,10 +1586,16 @@ s_transaction (qn_codec_t *codec, qn_http_ctx_t *ctx)
                 case 1: it->partition >= 0 ? s_pack_tok (&pk, doc, it->partition, &scratch)
                                            : s_pack_cstr (&pk, "Default"); break;
                 case 2: s_pack_tok (&pk, doc, it->txn, &scratch); break;
-                case 3: s_pack_payload (&pk, doc, it->payload, "{}"); break;
+                case 3: if (sealed) {
+                            msgpack_pack_bin (&pk, sealed->len);
+                            msgpack_pack_bin_body (&pk, sealed->data, sealed->len);
+                        }
+                        else
+                            s_pack_payload (&pk, doc, it->payload, "{}");
+                        break;
                 case 4: s_pack_tok (&pk, doc, it->trace, &scratch); break;
                 case 5: msgpack_pack_nil (&pk); break;
-                default: msgpack_pack_false (&pk); break;
+                default: sealed ? msgpack_pack_true (&pk) : msgpack_pack_false (&pk); break;
             }
         }
     }
@@ -1301,6 +1615,33 @@ s_transaction (qn_codec_t *codec, qn_http_ctx_t *ctx)
         qn_http_reply_errorf (ctx, 503, "database unavailable: %s", qn_strerror (rc));
 done:
     msgpack_sbuffer_destroy (&sb);
+    qn_buf_free (&scratch);
+    s_call_free (c);
+}
+
+static void
+s_transaction (qn_codec_t *codec, qn_http_ctx_t *ctx)
+{
+    s_call_t *c = s_call_new ();
+    qn_json_doc_t *doc = &c->doc;
+    qn_buf_t scratch = QN_BUF_INIT;
+    if (qn_http_parse_body (ctx, doc))
+        goto done;
+    int ops = qn_json_get (doc, 0, "operations");
+    if (qn_json_type (doc, ops) != QN_JSON_ARRAY) {
+        qn_http_reply_error (ctx, 400, "operations array required");
+        goto done;
+    }
+    if (qn_json_size (doc, ops) == 0) {
+        qn_http_reply_error (ctx, 400, "operations array cannot be empty");
+        goto done;
+    }
+    if (s_txn_parse (ctx, c, ops, &scratch))
+        goto done;
+    //  Encrypted queues' payloads are sealed first (§2.10), then sent.
+    s_seal_then (codec, ctx, c, s_txn_send);
+    c = NULL;
+done:
     qn_buf_free (&scratch);
     s_call_free (c);
 }

@@ -4,6 +4,7 @@
 #include "config.h"
 #include "log.h"
 #include "wire/buf.h"
+#include "wire/crypto.h"
 #include "wire/jwt.h"
 
 #include <errno.h>
@@ -55,6 +56,7 @@ static const s_setting_t s_settings [] = {
     { "SPOOL_FSYNC_MS", S_INT, F (spool_fsync_ms), "0", 0, 1000, "group fdatasync window of the spool, ms (0 = sync each write)" },
     { "LOG_LEVEL", S_STR, F (log_level), "info", 0, 0, "debug, info, warn or error" },
     { "QUEEN_ENCRYPTION_KEY", S_SECRET, F (queen_encryption_key), "", 0, 0, "64 hex chars: AES-256 key for queues with encryptionEnabled" },
+    { "QUEEN_ENCRYPTION_OLD_KEYS", S_SECRET, F (queen_encryption_old_keys), "", 0, 0, "comma-separated 64-hex keys kept for reading payloads encrypted before a key rotation" },
     { "JWT_ENABLED", S_BOOL, F (jwt_enabled), "false", 0, 0, "require JWT bearer tokens on API routes (spec 1.8)" },
     { "JWT_ALGORITHM", S_STR, F (jwt_algorithm), "auto", 0, 0, "auto, HS256, RS256 or EdDSA" },
     { "JWT_SECRET", S_SECRET, F (jwt_secret), "", 0, 0, "HS256 shared secret" },
@@ -191,11 +193,12 @@ qn_config_load_from (qn_config_t *c, const char *(*get) (const char *), char *er
                   c->default_subscription_mode);
         return -1;
     }
-    size_t klen = strlen (c->queen_encryption_key);
-    if (klen && (klen != 64 || strspn (c->queen_encryption_key, "0123456789abcdefABCDEF") != 64)) {
-        snprintf (err, err_len, "QUEEN_ENCRYPTION_KEY: expected 64 hex characters (32 bytes)");
+    qn_crypto_keys_t *ring = qn_crypto_keys_new ();
+    int krc = qn_crypto_keys_load (ring, c->queen_encryption_key, c->queen_encryption_old_keys,
+                                   err, err_len);
+    qn_crypto_keys_destroy (&ring);
+    if (krc)
         return -1;
-    }
     return s_check_jwt (c, err, err_len);
 }
 

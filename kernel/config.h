@@ -45,6 +45,7 @@ typedef struct {
     //  Misc
     char *log_level;
     char *queen_encryption_key;
+    char *queen_encryption_old_keys;    //  Comma-separated, read only (rotation)
     //  Access control (JWT, spec §1.8)
     bool jwt_enabled;
     char *jwt_algorithm;        //  auto, HS256, RS256 or EdDSA
