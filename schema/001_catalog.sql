@@ -54,7 +54,11 @@ CREATE TABLE queen.partitions (
 CREATE INDEX partitions_queue_id ON queen.partitions (queue_id, id);
 
 -- One row per (queue, group). The contract's queue mode group is the row named
--- '__QUEUE_MODE__', created together with the queue (start_seq 0).
+-- '__QUEUE_MODE__' (sub_mode 'queue', start_seq 0). Every group, the queue
+-- mode one included, is created by its first pop (or a transaction ack naming
+-- it), so a queue only consumed by named groups has no queue mode group: push
+-- writes ready rows only for groups that exist, and retention waits only for
+-- them.
 CREATE TABLE queen.consumer_groups (
   id           int  GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
   queue_id     int  NOT NULL,
@@ -93,7 +97,8 @@ CREATE TABLE queen.messages (
   seq          bigint      NOT NULL,
   partition_id bigint      NOT NULL,
   created_at   timestamptz NOT NULL,   -- clock_timestamp() read after the partition locks (I1')
-  not_before   timestamptz,            -- reserved: per-message delay (SQS DelaySeconds, deliverAt)
+  not_before   timestamptz,            -- per-message delay (delayMs / deliverAt): not delivered
+                                       -- before; NULL when none or already past at push
   trace_id     uuid,
   is_encrypted bool        NOT NULL DEFAULT false,
   txn_id       text COLLATE "C",       -- client transactionId; NULL when the broker minted it
@@ -102,6 +107,10 @@ CREATE TABLE queen.messages (
 ) PARTITION BY RANGE (seq);
 CREATE INDEX messages_pseq ON queen.messages (partition_id, seq);
 CREATE INDEX messages_ptxn ON queen.messages (partition_id, txn_id) WHERE txn_id IS NOT NULL;
+-- delayed messages only: a conflating pop finds the first one still pending
+-- after the cursor without reading the backlog (messages without a delay pay
+-- nothing)
+CREATE INDEX messages_pdelay ON queen.messages (partition_id, seq) WHERE not_before IS NOT NULL;
 
 -- Segment catalogue: one row per child table of queen.messages covering [lo, hi).
 CREATE TABLE queen.segments (

@@ -85,19 +85,16 @@ LANGUAGE sql STABLE AS $$
 $$;
 
 -- Create missing queues (sorted, no identity burn for existing ones) with the
--- derived namespace/task of spec 2.1 and their queue mode group.
+-- derived namespace/task of spec 2.1. No group is created here: the queue
+-- mode group, like a named one, is created by its first pop (_group_get).
 CREATE FUNCTION queen._ensure_queues(p_tenant text, p_names text[]) RETURNS void
 LANGUAGE sql AS $$
-  WITH ins AS (
-    INSERT INTO queen.queues (tenant, name, namespace, task)
-    SELECT p_tenant, d.n, split_part(d.n, '.', 1), split_part(d.n, '.', 2)
-    FROM (SELECT DISTINCT n FROM unnest(p_names) n WHERE n IS NOT NULL) d
-    WHERE NOT EXISTS (SELECT 1 FROM queen.queues q WHERE q.tenant = p_tenant AND q.name = d.n)
-    ORDER BY d.n
-    ON CONFLICT (tenant, name) DO NOTHING
-    RETURNING id)
-  INSERT INTO queen.consumer_groups (queue_id, name, sub_mode)
-  SELECT id, '__QUEUE_MODE__', 'queue' FROM ins
+  INSERT INTO queen.queues (tenant, name, namespace, task)
+  SELECT p_tenant, d.n, split_part(d.n, '.', 1), split_part(d.n, '.', 2)
+  FROM (SELECT DISTINCT n FROM unnest(p_names) n WHERE n IS NOT NULL) d
+  WHERE NOT EXISTS (SELECT 1 FROM queen.queues q WHERE q.tenant = p_tenant AND q.name = d.n)
+  ORDER BY d.n
+  ON CONFLICT (tenant, name) DO NOTHING
 $$;
 
 CREATE FUNCTION queen.configure(p_tenant text, p_queue text, p_namespace text, p_task text,
@@ -153,6 +150,15 @@ $$;
 -- ---------------------------------------------------------------------------
 -- push
 -- ---------------------------------------------------------------------------
+
+-- Microseconds since the Unix epoch (the broker's binary int8[] parameters)
+-- as timestamps; NULL elements stay NULL, a NULL array gives NULL.
+CREATE FUNCTION queen.ts_of_us(p bigint[]) RETURNS timestamptz[]
+LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $$
+  SELECT CASE WHEN p IS NOT NULL THEN
+    ARRAY(SELECT timestamptz 'epoch' + x * interval '1 microsecond'
+            FROM unnest(p) WITH ORDINALITY u(x, o) ORDER BY o) END
+$$;
 
 -- L0: create missing queues, take the queue locks (shared, or exclusive for the
 -- ids in p_exclusive) in ascending id order, and make sure no queue was
@@ -232,9 +238,11 @@ END
 $$;
 
 -- Dedup + insert + ready rows (+ window bump, maxSize check), locks held.
+-- p_not_before[i] (NULL or a NULL array: none): message i is not delivered
+-- before that instant; an instant already past is stored as NULL.
 CREATE FUNCTION queen._push_rows(p_tenant text, p_queues text[], p_parts text[], p_txn_ids text[],
   p_payloads bytea[], p_trace_ids uuid[], p_producers text[], p_encrypted bool[], p_strict bool,
-  pq text[], pn text[], ppid bigint[], pqid int[])
+  pq text[], pn text[], ppid bigint[], pqid int[], p_not_before timestamptz[])
 RETURNS TABLE(ord int, seq bigint, partition_id bigint, queue_id int, duplicate bool)
 LANGUAGE plpgsql AS $$
 #variable_conflict use_column
@@ -271,7 +279,8 @@ BEGIN
     SELECT * FROM unnest(pq, pn, ppid, pqid) AS x(q, n, pid, qid)),
   items AS MATERIALIZED (
     SELECT t.ord::int AS ord, pr.pid, pr.qid, NULLIF(t.txn, '') AS txn, t.payload, t.trace,
-           t.producer, COALESCE(t.enc, false) AS enc
+           t.producer, COALESCE(t.enc, false) AS enc,
+           CASE WHEN p_not_before[t.ord] > v_now THEN p_not_before[t.ord] END AS nb
     FROM unnest(p_queues, p_parts, p_txn_ids, p_payloads, p_trace_ids, p_producers, p_encrypted)
            WITH ORDINALITY AS t(q, n, txn, payload, trace, producer, enc, ord)
     JOIN pairs pr ON pr.q = t.q AND pr.n = COALESCE(t.n, 'Default')),
@@ -287,15 +296,22 @@ BEGIN
     SELECT s.*, CASE WHEN s.old_seq IS NULL AND s.rk = 1 THEN nextval('queen.msg_seq') END AS new_seq
     FROM (SELECT * FROM marked ORDER BY ord) s),
   ins AS (
-    INSERT INTO queen.messages (seq, partition_id, created_at, trace_id, is_encrypted, txn_id, producer, payload)
-    SELECT nb.new_seq, nb.pid, v_now, nb.trace, nb.enc, nb.txn, nb.producer, COALESCE(nb.payload, '\x6e756c6c'::bytea)
+    INSERT INTO queen.messages (seq, partition_id, created_at, not_before, trace_id, is_encrypted, txn_id,
+                                producer, payload)
+    SELECT nb.new_seq, nb.pid, v_now, nb.nb, nb.trace, nb.enc, nb.txn, nb.producer,
+           COALESCE(nb.payload, '\x6e756c6c'::bytea)
     FROM numbered nb WHERE nb.new_seq IS NOT NULL),
+  -- a ready row created here has no older pending message in front of it
+  -- (I3) unless its group is still backfilling: then the first new message is
+  -- the partition's head, and a delay of that message is its avail_at
   rdy AS (
     INSERT INTO queen.ready (partition_id, group_id, queue_id, avail_at, acked_seq)
     SELECT x.pid, g.id, x.qid,
-           v_now + make_interval(secs => GREATEST(qq.delayed_processing, qq.window_buffer)),
+           GREATEST(v_now + make_interval(secs => GREATEST(qq.delayed_processing, qq.window_buffer)),
+                    CASE WHEN g.backfill_pos IS NULL THEN x.head_nb END),
            COALESCE(c.acked_seq, g.start_seq)
-    FROM (SELECT DISTINCT nb.pid, nb.qid FROM numbered nb WHERE nb.new_seq IS NOT NULL) x
+    FROM (SELECT nb.pid, nb.qid, (array_agg(nb.nb ORDER BY nb.new_seq))[1] AS head_nb
+            FROM numbered nb WHERE nb.new_seq IS NOT NULL GROUP BY nb.pid, nb.qid) x
     JOIN queen.consumer_groups g ON g.queue_id = x.qid AND NOT g.retired
     JOIN queen.queues qq ON qq.id = x.qid
     LEFT JOIN queen.cursors c ON c.partition_id = x.pid AND c.group_id = g.id
@@ -323,15 +339,22 @@ BEGIN
        AND (r.lease_id IS NULL OR r.avail_at <= v_now);
   END IF;
 
-  -- maxSize: pending = messages after the queue mode cursors, counted up to
+  -- maxSize: pending = messages after the queue mode cursors (every message
+  -- of the queue while no queue mode consumer exists yet), counted up to
   -- maxSize + 1 (bounded work); includes the messages just inserted
   FOR v_full IN
     SELECT q.id, q.name, q.max_size, g.id AS gid
       FROM queen.queues q
-      JOIN queen.consumer_groups g ON g.queue_id = q.id AND g.name = '__QUEUE_MODE__' AND NOT g.retired
+      LEFT JOIN queen.consumer_groups g ON g.queue_id = q.id AND g.name = '__QUEUE_MODE__' AND NOT g.retired
      WHERE q.id = ANY (pqid) AND q.max_size > 0
   LOOP
-    IF (SELECT count(*) FROM (
+    IF v_full.gid IS NULL AND (SELECT count(*) FROM (
+          SELECT 1 FROM queen.partitions p
+          CROSS JOIN LATERAL (SELECT 1 FROM queen.messages m WHERE m.partition_id = p.id
+                               LIMIT v_full.max_size + 1) x
+          WHERE p.queue_id = v_full.id
+          LIMIT v_full.max_size + 1) c) > v_full.max_size
+    OR v_full.gid IS NOT NULL AND (SELECT count(*) FROM (
           SELECT 1 FROM queen.ready r
           CROSS JOIN LATERAL (SELECT 1 FROM queen.messages m
                                WHERE m.partition_id = r.partition_id AND m.seq > r.acked_seq
@@ -345,8 +368,12 @@ BEGIN
 END
 $$;
 
+-- p_not_before (optional): per-item "not delivered before" instants (NULL
+-- element or array: none). The broker binds microseconds since the Unix
+-- epoch and converts them with queen.ts_of_us.
 CREATE FUNCTION queen.push(p_tenant text, p_queues text[], p_parts text[], p_txn_ids text[],
-  p_payloads bytea[], p_trace_ids uuid[], p_producers text[], p_encrypted bool[], p_strict bool)
+  p_payloads bytea[], p_trace_ids uuid[], p_producers text[], p_encrypted bool[], p_strict bool,
+  p_not_before timestamptz[] DEFAULT NULL)
 RETURNS TABLE(ord int, seq bigint, partition_id bigint, queue_id int, duplicate bool)
 LANGUAGE plpgsql
 -- generic plans: the statements are written to plan well without the parameter
@@ -364,7 +391,8 @@ BEGIN
   PERFORM queen._lock_queues(p_tenant, p_queues, '{}'::int[]);
   lp := queen._lock_partitions(p_tenant, p_queues, p_parts, NULL);
   RETURN QUERY SELECT * FROM queen._push_rows(p_tenant, p_queues, p_parts, p_txn_ids, p_payloads,
-    p_trace_ids, p_producers, p_encrypted, COALESCE(p_strict, false), lp.pq, lp.pn, lp.ppid, lp.pqid);
+    p_trace_ids, p_producers, p_encrypted, COALESCE(p_strict, false), lp.pq, lp.pn, lp.ppid, lp.pqid,
+    p_not_before);
 END
 $$;
 
@@ -439,7 +467,9 @@ $$;
 
 -- Resolve (or lazily create) the consumer group a pop acts for. Creation takes
 -- the queue lock exclusively (waits for in-flight pushes of that queue, I4) and
--- applies the subscription rules of spec 2.8.
+-- applies the subscription rules of spec 2.8. The queue mode group is created
+-- the same way on its first pop: mode 'queue', from the beginning (start_seq
+-- 0), with the bounded backfill of an 'all' group.
 CREATE FUNCTION queen._group_get(p_queue_id int, p_group text, p_sub_mode text, p_sub_from text,
                                  p_partition text) RETURNS int
 LANGUAGE plpgsql AS $$
@@ -546,6 +576,7 @@ DECLARE
   v_top     bigint;
   v_floor   bigint;
   v_empty   int;
+  v_take    int;
   v_round   int;
   i         int;
   c_pid     bigint[];
@@ -629,32 +660,89 @@ BEGIN
     END IF;
 
     -- plan the read: per claimed partition (claim order), how many messages fit
-    -- the global budget (count rule), up to which seq, and why a partition is empty
-    SELECT array_agg(z.pid ORDER BY z.k), array_agg(z.cur ORDER BY z.k), array_agg(z.n ORDER BY z.k),
-           array_agg(z.hi ORDER BY z.k), array_agg(z.seen ORDER BY z.k), array_agg(z.okc ORDER BY z.k),
-           array_agg(z.blocked ORDER BY z.k)
-      INTO r_pid, r_cur, r_n, r_hi, r_seen, r_ok, r_blocked
-      FROM (
-        WITH c AS (SELECT * FROM unnest(c_pid, c_cur) WITH ORDINALITY AS c(pid, cur, k)),
-        m AS (
-          SELECT c.k, x.seq, x.created_at,
-                 bool_and(x.created_at <= v_cutoff) OVER (PARTITION BY c.k ORDER BY x.seq) AS ok
-          FROM c CROSS JOIN LATERAL (
-            SELECT mm.seq, mm.created_at FROM queen.messages mm
+    -- the global budget (count rule), up to which seq, and why a partition is
+    -- empty. A message is deliverable once delayedProcessing has passed since
+    -- it was pushed and its own not_before (delayMs / deliverAt) is reached;
+    -- the first one that is not blocks the rest of its partition (FIFO), and
+    -- its due instant becomes the partition's avail_at.
+    IF NOT q.conflate THEN
+      SELECT array_agg(z.pid ORDER BY z.k), array_agg(z.cur ORDER BY z.k), array_agg(z.n ORDER BY z.k),
+             array_agg(z.hi ORDER BY z.k), array_agg(z.seen ORDER BY z.k), array_agg(z.okc ORDER BY z.k),
+             array_agg(z.blocked ORDER BY z.k)
+        INTO r_pid, r_cur, r_n, r_hi, r_seen, r_ok, r_blocked
+        FROM (
+          WITH c AS (SELECT * FROM unnest(c_pid, c_cur) WITH ORDINALITY AS c(pid, cur, k)),
+          m AS (
+            SELECT c.k, x.seq,
+                   GREATEST(CASE WHEN q.delayed_processing > 0 THEN x.created_at + v_delay END,
+                            x.not_before) AS due,
+                   bool_and(x.created_at <= v_cutoff AND (x.not_before IS NULL OR x.not_before <= now()))
+                     OVER (PARTITION BY c.k ORDER BY x.seq) AS ok
+            FROM c CROSS JOIN LATERAL (
+              SELECT mm.seq, mm.created_at, mm.not_before FROM queen.messages mm
+               WHERE mm.partition_id = c.pid AND mm.seq > c.cur
+                 AND mm.seq > v_floor AND mm.seq <= v_top        -- startup pruning
+               ORDER BY mm.seq LIMIT v_budget) x),
+          s AS (
+            SELECT m.*, CASE WHEN m.ok THEN row_number() OVER (PARTITION BY m.ok ORDER BY m.k, m.seq) END AS rn
+            FROM m)
+          SELECT c.pid, c.cur, c.k,
+                 count(s.seq) FILTER (WHERE s.rn <= v_budget) AS n,
+                 max(s.seq) FILTER (WHERE s.rn <= v_budget) AS hi,
+                 count(s.seq) AS seen,
+                 count(s.seq) FILTER (WHERE s.ok) AS okc,
+                 (array_agg(s.due ORDER BY s.seq) FILTER (WHERE NOT s.ok))[1] AS blocked
+          FROM c LEFT JOIN s ON s.k = c.k
+          GROUP BY c.pid, c.cur, c.k) z;
+    ELSE
+      -- conflation (last value per partition): only the newest deliverable
+      -- message is handed out, the older pending ones are superseded. The
+      -- deliverable messages are the prefix before the first one whose
+      -- not_before is still ahead (messages_pdelay: delayed messages only)
+      -- and, with delayedProcessing, old enough (created_at grows with seq).
+      -- The cursor moves to just below the chosen message (the superseded
+      -- ones count as consumed); three index probes per partition, however
+      -- long the backlog.
+      SELECT array_agg(z.pid ORDER BY z.k), array_agg(z.cur ORDER BY z.k), array_agg(z.n ORDER BY z.k),
+             array_agg(z.hi ORDER BY z.k), array_agg(z.seen ORDER BY z.k), array_agg(z.n ORDER BY z.k),
+             array_agg(z.blocked ORDER BY z.k)
+        INTO r_pid, r_cur, r_n, r_hi, r_seen, r_ok, r_blocked
+        FROM (
+          SELECT c.pid, c.k, COALESCE(cand.seq - 1, c.cur) AS cur,
+                 (cand.seq IS NOT NULL)::int::bigint AS n, cand.seq AS hi,
+                 (head.seq IS NOT NULL)::int::bigint AS seen,
+                 GREATEST(CASE WHEN q.delayed_processing > 0 THEN head.created_at + v_delay END,
+                          head.not_before) AS blocked
+          FROM unnest(c_pid, c_cur) WITH ORDINALITY AS c(pid, cur, k)
+          LEFT JOIN LATERAL (
+            SELECT mm.seq FROM queen.messages mm
              WHERE mm.partition_id = c.pid AND mm.seq > c.cur
-               AND mm.seq > v_floor AND mm.seq <= v_top        -- startup pruning
-             ORDER BY mm.seq LIMIT v_budget) x),
-        s AS (
-          SELECT m.*, CASE WHEN m.ok THEN row_number() OVER (PARTITION BY m.ok ORDER BY m.k, m.seq) END AS rn
-          FROM m)
-        SELECT c.pid, c.cur, c.k,
-               count(s.seq) FILTER (WHERE s.rn <= v_budget) AS n,
-               max(s.seq) FILTER (WHERE s.rn <= v_budget) AS hi,
-               count(s.seq) AS seen,
-               count(s.seq) FILTER (WHERE s.ok) AS okc,
-               min(s.created_at) FILTER (WHERE NOT s.ok) AS blocked
-        FROM c LEFT JOIN s ON s.k = c.k
-        GROUP BY c.pid, c.cur, c.k) z;
+               AND mm.not_before IS NOT NULL AND mm.not_before > now()
+               AND mm.seq > v_floor AND mm.seq <= v_top
+             ORDER BY mm.seq LIMIT 1) blk ON true
+          LEFT JOIN LATERAL (
+            SELECT mm.seq FROM queen.messages mm
+             WHERE mm.partition_id = c.pid AND mm.seq > c.cur AND mm.seq < COALESCE(blk.seq, v_top + 1)
+               AND mm.created_at <= v_cutoff
+               AND mm.seq > v_floor AND mm.seq <= v_top
+             ORDER BY mm.seq DESC LIMIT 1) cand ON true
+          LEFT JOIN LATERAL (
+            SELECT mm.seq, mm.created_at, mm.not_before FROM queen.messages mm
+             WHERE mm.partition_id = c.pid AND mm.seq > c.cur
+               AND mm.seq > v_floor AND mm.seq <= v_top
+             ORDER BY mm.seq LIMIT 1) head ON true) z;
+      -- the batch budget: one message per partition, in claim order; the
+      -- partitions past it are released untouched
+      v_take := 0;
+      FOR i IN 1..array_length(r_pid, 1) LOOP
+        IF r_n[i] > 0 THEN
+          v_take := v_take + 1;
+          IF v_take > v_budget THEN
+            r_n[i] := 0; r_ok[i] := 1; r_cur[i] := c_cur[i];
+          END IF;
+        END IF;
+      END LOOP;
+    END IF;
 
     v_empty := 0;
     FOR i IN 1..array_length(r_pid, 1) LOOP
@@ -682,9 +770,10 @@ BEGIN
           END IF;
         END IF;
       ELSIF r_ok[i] = 0 THEN
-        -- head message still inside delayedProcessing: come back when it is due
+        -- head message not due yet (delayedProcessing, delayMs / deliverAt):
+        -- come back when it is
         v_empty := v_empty + 1;
-        UPDATE queen.ready r SET avail_at = r_blocked[i] + v_delay, lease_id = NULL,
+        UPDATE queen.ready r SET avail_at = r_blocked[i], lease_id = NULL,
                leased_from = NULL, leased_to = NULL, batch_size = 0, acked_count = 0
          WHERE r.partition_id = r_pid[i] AND r.group_id = v_gid;
       END IF;
@@ -716,7 +805,7 @@ BEGIN
       leased_to   = CASE WHEN v_auto THEN NULL ELSE per.hi END,
       batch_size  = CASE WHEN v_auto THEN 0 ELSE per.n END,
       acked_count = 0,
-      acked_seq   = CASE WHEN v_auto THEN per.hi ELSE r.acked_seq END,
+      acked_seq   = CASE WHEN v_auto THEN per.hi ELSE GREATEST(r.acked_seq, per.cur) END,
       attempts    = CASE WHEN v_auto THEN 0 ELSE r.attempts END
     FROM per WHERE r.partition_id = per.pid AND r.group_id = v_gid)
   SELECT q.name::text, per.pid, p.name::text, m.seq, m.created_at, m.txn_id::text, m.trace_id,
@@ -734,7 +823,8 @@ END
 $$;
 
 -- Namespace/task pop (spec 3.9): wildcard pop over the queues of a namespace
--- (and task), higher priority first; the first queue that yields answers.
+-- and/or task (NULL = any), higher priority first; the first queue that
+-- yields answers.
 CREATE FUNCTION queen.pop_ns(p_tenant text, p_namespace text, p_task text, p_group text,
   p_sub_mode text, p_sub_from text, p_batch int, p_max_partitions int, p_lease_id uuid,
   p_auto_ack bool)
@@ -751,7 +841,8 @@ DECLARE
 BEGIN
   FOR v_q IN
     SELECT q.name FROM queen.queues q
-     WHERE q.tenant = p_tenant AND q.namespace = p_namespace
+     WHERE q.tenant = p_tenant
+       AND (p_namespace IS NULL OR q.namespace = p_namespace)
        AND (p_task IS NULL OR q.task = p_task)
      ORDER BY q.priority DESC, q.name
   LOOP
@@ -1096,7 +1187,8 @@ $$;
 CREATE FUNCTION queen.txn(p_tenant text, p_queues text[], p_parts text[], p_txn_ids text[],
   p_payloads bytea[], p_trace_ids uuid[], p_producers text[], p_encrypted bool[],
   p_groups text[], p_pids bigint[], p_ack_txn text[], p_ack_seqs bigint[], p_ack_statuses text[],
-  p_ack_lease_ids uuid[], p_ack_errors text[], p_required_leases uuid[])
+  p_ack_lease_ids uuid[], p_ack_errors text[], p_required_leases uuid[],
+  p_not_before timestamptz[] DEFAULT NULL)
 RETURNS TABLE(kind text, ord int, seq bigint, partition_id bigint, queue_id int, queue_name text,
   success bool, error text, dlq bool)
 LANGUAGE plpgsql
@@ -1199,7 +1291,8 @@ BEGIN
     RETURN QUERY
     SELECT 'push'::text, r.ord, r.seq, r.partition_id, r.queue_id, p_queues[r.ord], true, NULL::text, false
       FROM queen._push_rows(p_tenant, p_queues, p_parts, p_txn_ids, p_payloads, p_trace_ids,
-                            p_producers, p_encrypted, true, lp.pq, lp.pn, lp.ppid, lp.pqid) r
+                            p_producers, p_encrypted, true, lp.pq, lp.pn, lp.ppid, lp.pqid,
+                            p_not_before) r
      ORDER BY r.ord;
   END IF;
 END
@@ -1380,7 +1473,11 @@ $$;
 -- id order from a position kept in system_state ('retention:<kind>:<queue>'),
 -- at most 1000 partitions and p_budget messages per call.
 --   kind 'age'       : messages created before p_cutoff (retentionSeconds)
---   kind 'completed' : same, and at or below every group's cursor
+--   kind 'completed' : same, and at or below the cursor of every group that
+--                      exists (a queue without any group keeps everything)
+--   kind 'evict'     : as 'age', each victim copied to the DLQ first
+--                      (maxWaitTimeSeconds of a queue no group consumes yet;
+--                      the caller holds its queue lock shared)
 -- created_at is nondecreasing along seq in a partition (I1'), so the victims
 -- are a prefix: only partitions whose oldest candidate is old are read.
 CREATE FUNCTION queen._retention_queue(p_qid int, p_kind text, p_cutoff timestamptz, p_budget int)
@@ -1418,14 +1515,22 @@ BEGIN
      WHERE l.upto IS NOT NULL
        AND (SELECT m.created_at FROM queen.messages m
              WHERE m.partition_id = l.id ORDER BY m.seq LIMIT 1) < p_cutoff),
-  victims AS (
+  victims AS MATERIALIZED (
     SELECT x.partition_id, x.seq
       FROM heads h
       CROSS JOIN LATERAL (SELECT m.partition_id, m.seq, m.created_at FROM queen.messages m
                            WHERE m.partition_id = h.id AND m.seq <= h.upto
                            ORDER BY m.seq LIMIT p_budget) x
      WHERE x.created_at < p_cutoff
-     LIMIT p_budget)
+     LIMIT p_budget),
+  dlq AS (
+    INSERT INTO queen.dead_letters (queue_id, partition_id, consumer_group, seq, txn_id, trace_id,
+                                    producer, is_encrypted, created_at, retry_count, error, payload)
+    SELECT p_qid, m.partition_id, '__QUEUE_MODE__', m.seq, m.txn_id, m.trace_id, m.producer,
+           m.is_encrypted, m.created_at, 0, 'Message expired (maxWaitTimeSeconds)', m.payload
+      FROM victims v JOIN queen.messages m ON m.partition_id = v.partition_id AND m.seq = v.seq
+     WHERE p_kind = 'evict'
+     ORDER BY v.partition_id, v.seq)
   DELETE FROM queen.messages m USING victims v
    WHERE m.partition_id = v.partition_id AND m.seq = v.seq;
   GET DIAGNOSTICS v_n = ROW_COUNT;
@@ -1443,11 +1548,15 @@ $$;
 -- maxWaitTimeSeconds: messages not consumed within N seconds are dead-lettered
 -- for every group that had not consumed them, the cursors skip them (under the
 -- partition lock, try-lock only) and they are deleted. Partitions under a live
--- lease are left for a later run.
+-- lease are left for a later run. A queue that no group consumes yet (no
+-- ready rows to start from) has every message unconsumed: its old messages go
+-- to the DLQ under the queue mode group's name, while its queue lock is held
+-- shared so that no group can be created meanwhile.
 CREATE FUNCTION queen._evict(p_budget int) RETURNS bigint
 LANGUAGE plpgsql AS $$
 DECLARE
   c       record;
+  qq      record;
   v_n     bigint := 0;
   v_d     bigint;
   v_min   bigint;
@@ -1506,6 +1615,19 @@ BEGIN
     DELETE FROM queen.messages m WHERE m.partition_id = c.pid AND m.seq > v_min AND m.seq <= v_b;
     GET DIAGNOSTICS v_d = ROW_COUNT;
     v_n := v_n + v_d;
+  END LOOP;
+
+  FOR qq IN
+    SELECT q.id, q.max_wait_time_seconds AS mw FROM queen.queues q
+     WHERE q.max_wait_time_seconds > 0
+       AND NOT EXISTS (SELECT 1 FROM queen.consumer_groups g WHERE g.queue_id = q.id AND NOT g.retired)
+     ORDER BY q.id
+  LOOP
+    EXIT WHEN v_n >= p_budget;
+    CONTINUE WHEN NOT pg_try_advisory_xact_lock_shared(1, qq.id);
+    CONTINUE WHEN EXISTS (SELECT 1 FROM queen.consumer_groups g WHERE g.queue_id = qq.id AND NOT g.retired);
+    v_n := v_n + queen._retention_queue(qq.id, 'evict', now() - make_interval(secs => qq.mw),
+                                        (p_budget - v_n)::int);
   END LOOP;
   RETURN v_n;
 END
@@ -1600,6 +1722,12 @@ DECLARE
   q        record;
   gy       record;
 BEGIN
+  -- one run at a time across brokers: two concurrent runs would walk the
+  -- same partitions and wait on each other's row locks (or deadlock); the
+  -- loser returns no rows at once and tries again at its next tick
+  IF NOT pg_try_advisory_xact_lock(2, 3) THEN
+    RETURN;
+  END IF;
   -- retentionSeconds (retentionEnabled): any message older than N
   v_n := 0;
   FOR q IN SELECT id, retention_seconds AS s FROM queen.queues

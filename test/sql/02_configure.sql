@@ -16,9 +16,13 @@ SELECT pg_temp.ok(p.name = 'Default' AND p.queue_id = c1.queue_id, 'Default part
   FROM c1 JOIN queen.partitions p ON p.id = c1.partition_id;
 SELECT pg_temp.ok(q.namespace = 'ns' AND q.task = 'tk', 'namespace/task stored')
   FROM queen.queues q WHERE q.name = pg_temp.qn('cfg');
-SELECT pg_temp.ok(count(*) = 1, 'queue mode group created with the queue')
+-- no group yet: the queue mode group is created by the first queue mode pop
+SELECT pg_temp.ok(count(*) = 0, 'no group created with the queue')
+  FROM queen.consumer_groups g JOIN c1 ON g.queue_id = c1.queue_id;
+SELECT FROM pg_temp.pop(pg_temp.qn('cfg'), NULL, NULL, 1, 1, NULL);
+SELECT pg_temp.ok(count(*) = 1, 'queue mode group created by its first pop')
   FROM queen.consumer_groups g JOIN c1 ON g.queue_id = c1.queue_id
- WHERE g.name = '__QUEUE_MODE__' AND g.start_seq = 0;
+ WHERE g.name = '__QUEUE_MODE__' AND g.start_seq = 0 AND g.sub_mode = 'queue';
 
 -- full replacement: missing keys reset to defaults, same ids, namespace reset
 CREATE TEMP TABLE c2 AS SELECT * FROM queen.configure('', pg_temp.qn('cfg'), NULL, NULL, '{"retryLimit": "2"}');
@@ -69,6 +73,6 @@ SELECT pg_temp.ok(namespace = pg_temp.qn('billing') AND task = 'invoice' AND lea
   FROM queen.queues WHERE name = pg_temp.qn('billing') || '.invoice.v2';
 SELECT pg_temp.ok(namespace = pg_temp.qn('orders') AND task = '', 'derived plain')
   FROM queen.queues WHERE name = pg_temp.qn('orders');
-SELECT pg_temp.ok(count(*) = 1, 'auto-created queue has its queue mode group')
+SELECT pg_temp.ok(count(*) = 0, 'auto-created queue has no group yet')
   FROM queen.consumer_groups g JOIN queen.queues q ON q.id = g.queue_id
- WHERE q.name = pg_temp.qn('orders') AND g.name = '__QUEUE_MODE__';
+ WHERE q.name = pg_temp.qn('orders');

@@ -21,9 +21,15 @@ SELECT pg_temp.ok(seq < (SELECT seq FROM p1 WHERE ord = 3) AND (SELECT seq FROM 
   FROM p1 WHERE ord = 1;
 SELECT pg_temp.ok(m.payload = '1' AND m.producer IS NULL AND NOT m.is_encrypted AND m.txn_id = 'k1', 'first item stored')
   FROM p1 JOIN queen.messages m ON m.seq = p1.seq WHERE ord = 1;
--- a queue's partitions get ready rows for its queue mode group
-SELECT pg_temp.ok(count(*) = 3, 'ready rows for 3 partitions')
+-- no consumer yet: no ready rows; the first queue mode pop creates the group
+-- and backfills one ready row per partition with messages
+SELECT pg_temp.ok(count(*) = 0, 'no ready rows without a group')
   FROM queen.ready r WHERE r.partition_id IN (SELECT partition_id FROM p1);
+SELECT pg_temp.ok(count(*) = 1, 'first queue mode pop delivers')
+  FROM pg_temp.pop(pg_temp.qn('dd'), NULL, NULL, 1, 1, NULL) WHERE seq IS NOT NULL;
+SELECT pg_temp.ok(count(*) = 3, 'ready rows for 3 partitions')
+  FROM queen.ready r WHERE r.partition_id IN (SELECT partition_id FROM p1)
+   AND r.group_id = pg_temp.gid(pg_temp.qn('dd'), '__QUEUE_MODE__');
 
 -- across calls
 CREATE TEMP TABLE p2 AS SELECT * FROM pg_temp.push1(pg_temp.qn('dd'), 'a', 'k1', '"again"');

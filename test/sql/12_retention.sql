@@ -19,6 +19,13 @@ SELECT pg_temp.pushn(pg_temp.qn('cretlag'), 'p', 3);
 -- mw: a second group created before the push consumes one message
 SELECT FROM queen.pop('', pg_temp.qn('mw'), NULL, 'g2', NULL, NULL, 1, 1, NULL, false);
 SELECT pg_temp.pushn(pg_temp.qn('mw'), 'p', 3);
+SELECT queen.configure('', pg_temp.qn('mw0'), NULL, NULL, '{"maxWaitTimeSeconds": 1}');
+SELECT pg_temp.pushn(pg_temp.qn('mw0'), 'p', 3);
+-- cbus: one named group consumes 2 of 3
+SELECT queen.configure('', pg_temp.qn('cbus'), NULL, NULL, '{"retentionEnabled": true, "completedRetentionSeconds": 1}');
+SELECT pg_temp.pushn(pg_temp.qn('cbus'), 'p', 3);
+SELECT pg_temp.ok(count(*) = 2, 'bus group consumed two')
+  FROM queen.pop('', pg_temp.qn('cbus'), NULL, 'bus', NULL, NULL, 2, 1, NULL, true) WHERE seq IS NOT NULL;
 SELECT pg_temp.ok(count(*) = 1, 'g2 consumed one') FROM queen.pop('', pg_temp.qn('mw'), NULL, 'g2', NULL, NULL, 1, 1, NULL, true) WHERE seq IS NOT NULL;
 -- cret: queue mode consumes 2 of 3
 CREATE TEMP TABLE c1 AS SELECT * FROM pg_temp.pop(pg_temp.qn('cret'), NULL, NULL, 2, 1, pg_temp.L(1));
@@ -35,11 +42,22 @@ SELECT pg_temp.ok(pg_temp.nmsg(pg_temp.qn('cret')) = 1, 'completedRetention: con
 SELECT pg_temp.ok(pg_temp.nmsg(pg_temp.qn('cretlag')) = 3, 'completedRetention: a lagging group pins messages');
 SELECT pg_temp.ok(count(*) = 1 AND min(body) = '{"i":3}', 'completedRetention: the pending one is still delivered')
   FROM pg_temp.pop(pg_temp.qn('cret'), NULL, NULL, 10, 1, pg_temp.L(2));
--- maxWait: moved to the DLQ of each group that had not consumed them, then deleted
-SELECT pg_temp.ok(pg_temp.nmsg(pg_temp.qn('mw')) = 0, 'maxWait: all 3 evicted');
-SELECT pg_temp.ok(count(*) = 5 AND count(*) FILTER (WHERE d.consumer_group = 'g2') = 2
+-- maxWait: moved to the DLQ of each group that had not consumed them, then
+-- deleted; only groups that exist count (g2 consumed one: it stays)
+SELECT pg_temp.ok(pg_temp.nmsg(pg_temp.qn('mw')) = 1, 'maxWait: the 2 unconsumed evicted');
+SELECT pg_temp.ok(count(*) = 2 AND count(*) FILTER (WHERE d.consumer_group = 'g2') = 2
                   AND bool_and(d.error = 'Message expired (maxWaitTimeSeconds)'), 'maxWait: DLQ per group')
   FROM queen.dead_letters d JOIN queen.queues q ON q.id = d.queue_id WHERE q.name = pg_temp.qn('mw');
+-- a queue no group consumes yet: every old message is unconsumed
+SELECT pg_temp.ok(pg_temp.nmsg(pg_temp.qn('mw0')) = 0, 'maxWait without groups: evicted');
+SELECT pg_temp.ok(count(*) = 3 AND bool_and(d.consumer_group = '__QUEUE_MODE__')
+                  AND array_agg(convert_from(d.payload, 'UTF8') ORDER BY d.seq) = ARRAY['{"i":1}', '{"i":2}', '{"i":3}'],
+                  'maxWait without groups: DLQ under the queue mode name')
+  FROM queen.dead_letters d JOIN queen.queues q ON q.id = d.queue_id WHERE q.name = pg_temp.qn('mw0');
+-- completed retention of a queue consumed only by a named group (no queue
+-- mode group ever created: nothing else pins its messages)
+SELECT pg_temp.ok(pg_temp.nmsg(pg_temp.qn('cbus')) = 1, 'completedRetention, bus only: consumed deleted');
+SELECT pg_temp.ok(pg_temp.gid(pg_temp.qn('cbus'), '__QUEUE_MODE__') IS NULL, 'no queue mode group on a bus queue');
 SELECT pg_temp.ok(count(*) = 1 AND bool_and(seq IS NULL) AND bool_and(next_due IS NULL), 'maxWait: nothing left to pop')
   FROM pg_temp.pop(pg_temp.qn('mw'), NULL, 'g2', 10, 1, pg_temp.L(3));
 SELECT pg_temp.ok(count(*) = 0, 'maxWait: ready rows drained')
