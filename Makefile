@@ -70,8 +70,10 @@ WHOLE = -Wl,--whole-archive $(BUILD)/libqueen.a -Wl,--no-whole-archive
 $(BUILD)/queen: $(BUILD)/obj/cmd/queen/main.o $(BUILD)/libqueen.a
 	$(CC) $(CFLAGS_COMMON) $(CFLAGS) -o $@ $< $(WHOLE) $(LDLIBS)
 
-$(BUILD)/queen-verify: $(BUILD)/obj/cmd/queen-verify/main.o $(BUILD)/libqueen.a
-	$(CC) $(CFLAGS_COMMON) $(CFLAGS) -o $@ $< $(WHOLE) $(LDLIBS)
+VERIFY_OBJ := $(patsubst %.c,$(BUILD)/obj/%.o,$(sort $(wildcard cmd/queen-verify/*.c)))
+
+$(BUILD)/queen-verify: $(VERIFY_OBJ) $(BUILD)/libqueen.a
+	$(CC) $(CFLAGS_COMMON) $(CFLAGS) -o $@ $(VERIFY_OBJ) $(WHOLE) $(LDLIBS)
 
 $(BUILD)/test/%: $(BUILD)/obj/test/unit/%.o $(SUPPORT_OBJ) $(BUILD)/libqueen.a
 	@mkdir -p $(dir $@)

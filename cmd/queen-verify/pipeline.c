@@ -1,0 +1,1157 @@
+/*  cmd/queen-verify/pipeline.c - workers, ledger and event loop
+    Stage 0 (producers) pushes per-partition sequence numbers into s0 with
+    deterministic transaction ids. Stage c (1 <= c < S, "movers") pops a
+    batch from s{c-1} and, in ONE POST /api/v1/transaction, acks it (with
+    the pop's lease id, so a holder whose lease ran out cannot commit) and
+    pushes the transformed messages to s{c}. Stage S (the checker) pops
+    s{S-1} and acks with POST /api/v1/ack/batch. Every consumer stage
+    records each delivery in the ledger: per (stage, partition, n) the id
+    of the stored message and whether its ack was confirmed.
+    One thread: every worker owns one keep-alive connection and has at
+    most one request in flight, driven by one curl multi handle.
+    Failure   transport errors, 5xx, 408 and 429 are retried with backoff
+              (same body: pushes and transactions are idempotent by their
+              transaction ids); any other 4xx stops the run (fatal); the
+              loop ends when the checker has seen everything produced, at
+              the drain timeout, or on a signal
+*/
+#include "verify.h"
+
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <unistd.h>
+
+#define S_REQ_TIMEOUT_MS    60000   //  Push, transaction, ack
+#define S_BACKOFF_MIN_MS    50
+#define S_BACKOFF_MAX_MS    2000
+#define S_STALL_MS          60000   //  No 2xx for this long: give up
+#define S_MAX_N             (1LL << 31)
+#define S_LOG_MAX           5       //  Violations described on stderr, per kind
+
+enum { W_PRODUCER, W_MOVER, W_CHECKER };
+enum { OP_NONE, OP_PUSH, OP_POP, OP_TXN, OP_TXN1, OP_ACK1, OP_ACK };
+enum { T_NONE, T_DELIVERED, T_DONE };       //  Ledger states
+enum { TX_OK, TX_DUP, TX_LEASE, TX_ERROR };     //  Transaction refusals
+
+//  One delivered message of the batch a consumer holds.
+typedef struct {
+    int32_t p;                  //  Partition index, -1 when unreadable
+    int64_t n;                  //  Sequence number, -1 when unreadable
+    int64_t seq;                //  The stored message's id as a number
+    bool valid;                 //  As produced: transform it
+    char *txn;                  //  Owned: transactionId to ack with
+    char pid [QN_ID_STR_LEN + 1];
+    char lease [QN_ID_STR_LEN + 1];
+} s_item_t;
+
+//  What one consumer stage saw of one partition, indexed by n.
+typedef struct {
+    int64_t *seq;               //  Owned: message id per n; 0 = never delivered
+    uint8_t *state;             //  Owned: T_*
+    int64_t cap;
+    int64_t max_n;              //  Highest n delivered; -1
+} s_track_t;
+
+typedef struct {
+    vf_run_t *run;              //  Not owned
+    int kind;                   //  W_*
+    int stage;                  //  0 for producers, else the consumer stage
+    vf_http_t http;
+    int op;                     //  OP_* being sent; OP_NONE when idle
+    bool pending;               //  op prepared, waiting to be (re)sent
+    bool done;
+    int attempts;               //  Of the current op
+    int64_t wake_ms;            //  Not before this
+    int64_t backoff_ms;
+    //  Producer
+    int32_t *parts;             //  Owned: partitions p = index (mod producers)
+    int nparts, cursor;
+    int32_t *req_p;             //  Owned: items of the push in flight
+    int64_t *req_n;
+    int req_count;
+    //  Consumers
+    s_item_t *items;            //  Owned
+    int count, cap;
+    int one;                    //  Fallback: the item handled alone
+} s_worker_t;
+
+struct vf_run_s {
+    const vf_opts_t *opts;      //  Not owned
+    char *url;                  //  Owned, no trailing '/'
+    char **queue;               //  Owned: S names
+    char **pop_url;             //  Owned: per consumer stage 1..S
+    char *txn_url, *ack_url, *push_url;
+    int S, K;
+    CURLM *multi;
+    s_worker_t *w;              //  Owned
+    int nw;
+    int64_t *quota;             //  Per partition; -1 = unlimited
+    int64_t *next_n;            //  Next n a producer puts in a request
+    int64_t *produced;          //  Confirmed pushes per partition
+    s_track_t *track;           //  [(c - 1) * K + p] for stages 1..S
+    vf_stage_stats_t *st;       //  [S + 1]
+    int64_t produced_total;
+    int64_t checked;            //  First deliveries at the checker
+    int64_t unconfirmed;        //  After the final scan
+    bool producing;
+    int64_t t0_ms, produce_end_ms, end_ms, last_check_ms, last_ok_ms, last_scan_ms;
+    double tokens;
+    int64_t tokens_ms;
+    bool drained, timed_out, interrupted;
+    char *fatal;                //  Owned
+    qn_json_doc_t doc;
+    char *pad;                  //  Owned: payload_bytes of 'x'
+    int logged [8];
+};
+
+int64_t
+vf_now_ms (void)
+{
+    struct timespec ts;
+    clock_gettime (CLOCK_MONOTONIC, &ts);
+    return (int64_t) ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+uint64_t
+vf_rand (uint64_t *state)
+{
+    uint64_t x = *state;
+    x ^= x >> 12;
+    x ^= x << 25;
+    x ^= x >> 27;
+    *state = x;
+    return x * 0x2545F4914F6CDD1DULL;
+}
+
+static char *
+s_printf (const char *fmt, ...) __attribute__ ((format (printf, 1, 2)));
+static char *
+s_printf (const char *fmt, ...)
+{
+    qn_buf_t b = QN_BUF_INIT;
+    va_list ap;
+    va_start (ap, fmt);
+    qn_buf_vprintf (&b, fmt, ap);
+    va_end (ap);
+    return qn_buf_detach (&b, NULL);
+}
+
+//  Describes a violation on stderr, the first few of each kind only.
+static void
+s_log (vf_run_t *self, int kind, const char *fmt, ...) __attribute__ ((format (printf, 3, 4)));
+static void
+s_log (vf_run_t *self, int kind, const char *fmt, ...)
+{
+    if (self->logged [kind]++ >= S_LOG_MAX)
+        return;
+    va_list ap;
+    va_start (ap, fmt);
+    fprintf (stderr, "\nqueen-verify: ");
+    vfprintf (stderr, fmt, ap);
+    fprintf (stderr, "\n");
+    va_end (ap);
+}
+
+enum { L_ORDER, L_DUP, L_CORRUPT, L_ERROR };
+
+static void
+s_fatal (vf_run_t *self, const char *what, const vf_http_t *h)
+{
+    if (self->fatal)
+        return;
+    char why [400];
+    vf_http_describe (h, why, sizeof why);
+    self->fatal = s_printf ("%s: %s", what, why);
+}
+
+//  Transaction ids: stage 0 "v-<prefix>-p<p>-n<n>", stage c
+//  "v-<prefix>-s<c>-p<p>-n<n>".
+static void
+s_txn_id (const vf_run_t *self, int stage, int32_t p, int64_t n, char *out, size_t len)
+{
+    if (stage == 0)
+        snprintf (out, len, "v-%s-p%d-n%lld", self->opts->prefix, p, (long long) n);
+    else
+        snprintf (out, len, "v-%s-s%d-p%d-n%lld", self->opts->prefix, stage, p, (long long) n);
+}
+
+//  Appends one push item for (stage, p, n) with a padded payload.
+static void
+s_push_item (vf_run_t *self, qn_jw_t *w, int stage, int32_t p, int64_t n)
+{
+    char txn [300], name [16], head [96];
+    s_txn_id (self, stage, p, n, txn, sizeof txn);
+    snprintf (name, sizeof name, "p%d", p);
+    int hl = snprintf (head, sizeof head, "{\"p\":%d,\"n\":%lld,\"s\":%d,\"pad\":\"",
+                       p, (long long) n, stage);
+    int pad = self->opts->payload_bytes - hl - 2;
+    if (pad < 0)
+        pad = 0;
+    qn_jw_obj (w);
+    qn_jw_kstr (w, "queue", self->queue [stage]);
+    qn_jw_kstr (w, "partition", name);
+    qn_jw_kstr (w, "transactionId", txn);
+    qn_jw_key (w, "payload");
+    //  The payload's head goes through the writer (comma bookkeeping),
+    //  its padding and closing bytes straight into the buffer
+    qn_jw_raw (w, head, (size_t) hl);
+    qn_buf_append (w->out, self->pad, (size_t) pad);
+    qn_buf_append (w->out, "\"}", 2);
+    qn_jw_obj_end (w);
+}
+
+//  ------------------------------------------------------------------ ledger
+
+static s_track_t *
+s_track (vf_run_t *self, int stage, int32_t p)
+{
+    return &self->track [(size_t) (stage - 1) * (size_t) self->K + (size_t) p];
+}
+
+static void
+s_track_grow (s_track_t *t, int64_t n)
+{
+    if (n < t->cap)
+        return;
+    int64_t cap = t->cap ? t->cap : 16;
+    while (cap <= n)
+        cap *= 2;
+    t->seq = qn_realloc (t->seq, (size_t) cap * sizeof *t->seq);
+    t->state = qn_realloc (t->state, (size_t) cap);
+    memset (t->seq + t->cap, 0, (size_t) (cap - t->cap) * sizeof *t->seq);
+    memset (t->state + t->cap, 0, (size_t) (cap - t->cap));
+    t->cap = cap;
+}
+
+//  Records a delivery of `it` at `stage`: first delivery (in order or
+//  not), explained redelivery (its ack was never confirmed), or an
+//  unexplained duplicate (a second stored copy, or a message whose ack
+//  was confirmed delivered again).
+static void
+s_deliver (vf_run_t *self, int stage, const s_item_t *it, int64_t now)
+{
+    vf_stage_stats_t *st = &self->st [stage];
+    if (it->p < 0 || it->n < 0)
+        return;
+    s_track_t *t = s_track (self, stage, it->p);
+    s_track_grow (t, it->n);
+    if (t->seq [it->n] == 0) {
+        if (it->n < t->max_n) {
+            st->order++;
+            s_log (self, L_ORDER, "order violation at stage %d: partition p%d delivered n=%lld "
+                   "after n=%lld", stage, it->p, (long long) it->n, (long long) t->max_n);
+        }
+        t->seq [it->n] = it->seq;
+        t->state [it->n] = T_DELIVERED;
+        if (it->n > t->max_n)
+            t->max_n = it->n;
+        st->messages++;
+        if (!st->first_ms)
+            st->first_ms = now;
+        st->last_ms = now;
+        if (stage == self->S) {
+            self->checked++;
+            self->last_check_ms = now;
+        }
+    }
+    else
+    if (t->seq [it->n] != it->seq) {
+        st->duplicates++;
+        s_log (self, L_DUP, "duplicate at stage %d: partition p%d n=%lld stored twice "
+               "(message ids %lld and %lld)", stage, it->p, (long long) it->n,
+               (long long) t->seq [it->n], (long long) it->seq);
+    }
+    else
+    if (t->state [it->n] == T_DONE) {
+        st->duplicates++;
+        s_log (self, L_DUP, "duplicate at stage %d: partition p%d n=%lld delivered again "
+               "after its ack was confirmed", stage, it->p, (long long) it->n);
+    }
+    else
+        st->redelivered++;
+}
+
+//  The ack of `it` at `stage` was confirmed by the broker.
+static void
+s_confirm (vf_run_t *self, int stage, const s_item_t *it)
+{
+    if (it->p < 0 || it->n < 0)
+        return;
+    s_track_t *t = s_track (self, stage, it->p);
+    if (it->n < t->cap && t->seq [it->n] == it->seq && t->state [it->n] == T_DELIVERED) {
+        t->state [it->n] = T_DONE;
+        self->st [stage].processed++;
+    }
+}
+
+//  ----------------------------------------------------------------- workers
+
+static void
+s_items_clear (s_worker_t *w)
+{
+    for (int i = 0; i < w->count; i++)
+        free (w->items [i].txn);
+    w->count = 0;
+}
+
+//  Starts a new operation: a retry keeps the op, a new op forgets whether
+//  an earlier attempt may have been applied.
+static void
+s_begin (s_worker_t *w, int op)
+{
+    w->op = op;
+    w->pending = true;
+    w->attempts = 0;
+    w->backoff_ms = 0;
+    w->http.maybe_sent = false;
+}
+
+static void
+s_idle (s_worker_t *w)
+{
+    w->op = OP_NONE;
+    w->pending = false;
+}
+
+//  Builds the next push request of a producer into its body. Returns the
+//  number of items, 0 when waiting for rate tokens, -1 when nothing is
+//  left to push.
+static int
+s_produce_next (s_worker_t *w)
+{
+    vf_run_t *run = w->run;
+    int limit = run->opts->batch;
+    if (!run->producing)
+        return -1;
+    if (run->opts->rate > 0) {
+        if (run->tokens < 1)
+            return 0;
+        if (limit > (int) run->tokens)
+            limit = (int) run->tokens;
+    }
+    w->req_count = 0;
+    for (bool added = true; added && w->req_count < limit; ) {
+        added = false;
+        for (int i = 0; i < w->nparts && w->req_count < limit; i++) {
+            int32_t p = w->parts [w->cursor];
+            w->cursor = (w->cursor + 1) % w->nparts;
+            if (run->quota [p] >= 0 && run->next_n [p] >= run->quota [p])
+                continue;
+            w->req_p [w->req_count] = p;
+            w->req_n [w->req_count] = run->next_n [p]++;
+            w->req_count++;
+            added = true;
+        }
+    }
+    if (w->req_count == 0)
+        return -1;
+    if (run->opts->rate > 0)
+        run->tokens -= w->req_count;
+    qn_buf_t *b = &w->http.body;
+    qn_buf_reset (b);
+    qn_jw_t jw;
+    qn_jw_init (&jw, b);
+    qn_jw_obj (&jw);
+    qn_jw_key (&jw, "items");
+    qn_jw_arr (&jw);
+    for (int i = 0; i < w->req_count; i++)
+        s_push_item (run, &jw, 0, w->req_p [i], w->req_n [i]);
+    qn_jw_arr_end (&jw);
+    qn_jw_obj_end (&jw);
+    return w->req_count;
+}
+
+static void
+s_on_push (s_worker_t *w, int64_t now)
+{
+    vf_run_t *run = w->run;
+    vf_stage_stats_t *st = &run->st [0];
+    qn_json_doc_t *doc = &run->doc;
+    if (qn_json_parse (doc, w->http.resp.data, w->http.resp.len, 0) < 0
+    ||  qn_json_type (doc, 0) != QN_JSON_ARRAY || qn_json_size (doc, 0) != w->req_count) {
+        s_fatal (run, "push answered with something other than one result per item", &w->http);
+        return;
+    }
+    //  A push is one database transaction, so a result says "failed" only
+    //  when nothing was stored: send the same items again.
+    for (int i = 0; i < w->req_count; i++) {
+        int status = qn_json_get (doc, qn_json_child (doc, 0, (uint32_t) i), "status");
+        if (!qn_json_str_eq (doc, status, "queued") && !qn_json_str_eq (doc, status, "duplicate")
+        &&  !qn_json_str_eq (doc, status, "buffered")) {
+            w->pending = true;
+            w->wake_ms = now + S_BACKOFF_MIN_MS;
+            return;
+        }
+    }
+    for (int i = 0; i < w->req_count; i++) {
+        int status = qn_json_get (doc, qn_json_child (doc, 0, (uint32_t) i), "status");
+        if (qn_json_str_eq (doc, status, "duplicate")) {
+            if (w->attempts > 1)
+                st->dedup_items++;
+            else {
+                //  First attempt: the queue held this id before the run
+                st->duplicates++;
+                s_log (run, L_DUP, "push of p%d n=%lld answered duplicate on its first attempt "
+                       "(queue prefix used before?)", w->req_p [i], (long long) w->req_n [i]);
+            }
+        }
+        else
+        if (qn_json_str_eq (doc, status, "buffered"))
+            st->buffered++;
+        int32_t p = w->req_p [i];
+        if (run->produced [p] < w->req_n [i] + 1)
+            run->produced [p] = w->req_n [i] + 1;
+        run->produced_total++;
+        st->messages++;
+    }
+    if (!st->first_ms)
+        st->first_ms = now;
+    st->last_ms = now;
+    s_idle (w);
+}
+
+//  Reads one popped message into an item and checks it against what
+//  stage - 1 produced.
+static void
+s_read_item (vf_run_t *run, int stage, int m, int top_lease, s_item_t *it)
+{
+    qn_json_doc_t *doc = &run->doc;
+    qn_buf_t tmp = QN_BUF_INIT;
+    memset (it, 0, sizeof *it);
+    it->p = -1;
+    it->n = -1;
+    int id = qn_json_get (doc, m, "id");
+    int txn = qn_json_get (doc, m, "transactionId");
+    int pid = qn_json_get (doc, m, "partitionId");
+    int part = qn_json_get (doc, m, "partition");
+    int lease = qn_json_get (doc, m, "leaseId");
+    int data = qn_json_get (doc, m, "data");
+    if (lease < 0)
+        lease = top_lease;
+    //  The message id is our ack key of last resort and its identity
+    if (qn_json_str (doc, id, &tmp) == 0) {
+        if (qn_id_parse (QN_ID_MESSAGE, tmp.data, tmp.len, &it->seq) < 0) {
+            uint64_t h = 1469598103934665603ULL;
+            for (size_t i = 0; i < tmp.len; i++)
+                h = (h ^ (uint8_t) tmp.data [i]) * 1099511628211ULL;
+            it->seq = (int64_t) (h >> 1) | 1;
+        }
+    }
+    qn_buf_reset (&tmp);
+    if (qn_json_str (doc, txn, &tmp) == 0 && tmp.len)
+        it->txn = qn_strndup (tmp.data, tmp.len);
+    else {
+        qn_buf_reset (&tmp);
+        qn_json_str (doc, id, &tmp);
+        it->txn = qn_strdup (tmp.data ? tmp.data : "");
+    }
+    qn_buf_reset (&tmp);
+    if (qn_json_str (doc, pid, &tmp) == 0)
+        snprintf (it->pid, sizeof it->pid, "%s", tmp.data);
+    qn_buf_reset (&tmp);
+    if (qn_json_str (doc, lease, &tmp) == 0)
+        snprintf (it->lease, sizeof it->lease, "%s", tmp.data);
+    qn_buf_reset (&tmp);
+    //  Partition "p<index>", payload {"p":index,"n":n,"s":stage-1,...},
+    //  transactionId as stage - 1 wrote it
+    int64_t dp = -1, dn = -1, ds = -1;
+    qn_json_int (doc, qn_json_get (doc, data, "p"), &dp);
+    qn_json_int (doc, qn_json_get (doc, data, "n"), &dn);
+    qn_json_int (doc, qn_json_get (doc, data, "s"), &ds);
+    if (qn_json_str (doc, part, &tmp) == 0 && tmp.len > 1 && tmp.data [0] == 'p') {
+        char *end;
+        long v = strtol (tmp.data + 1, &end, 10);
+        if (*end == 0 && v >= 0 && v < run->K)
+            it->p = (int32_t) v;
+    }
+    if (it->p >= 0 && dn >= 0 && dn < S_MAX_N)
+        it->n = dn;
+    char want [300];
+    if (it->n >= 0)
+        s_txn_id (run, stage - 1, it->p, it->n, want, sizeof want);
+    it->valid = it->n >= 0 && dp == it->p && ds == stage - 1 && !strcmp (want, it->txn)
+             && it->pid [0];
+    if (!it->valid) {
+        run->st [stage].corrupt++;
+        s_log (run, L_CORRUPT, "unexpected message at stage %d: partition %s, transactionId %s, "
+               "payload p=%lld n=%lld s=%lld", stage, tmp.data ? tmp.data : "?", it->txn,
+               (long long) dp, (long long) dn, (long long) ds);
+    }
+    qn_buf_free (&tmp);
+}
+
+static void
+s_ack_op (qn_jw_t *jw, const s_item_t *it, bool txn_op)
+{
+    qn_jw_obj (jw);
+    if (txn_op)
+        qn_jw_kstr (jw, "type", "ack");
+    qn_jw_kstr (jw, "transactionId", it->txn);
+    qn_jw_kstr (jw, "partitionId", it->pid);
+    if (it->lease [0])
+        qn_jw_kstr (jw, "leaseId", it->lease);
+    qn_jw_kstr (jw, "status", "completed");
+    qn_jw_obj_end (jw);
+}
+
+//  Transaction body for items [from, to): their acks, then one push of
+//  the valid ones into the stage's output queue.
+static void
+s_build_txn (s_worker_t *w, int from, int to)
+{
+    qn_buf_t *b = &w->http.body;
+    qn_buf_reset (b);
+    qn_jw_t jw;
+    qn_jw_init (&jw, b);
+    qn_jw_obj (&jw);
+    qn_jw_key (&jw, "operations");
+    qn_jw_arr (&jw);
+    int valid = 0;
+    for (int i = from; i < to; i++) {
+        s_ack_op (&jw, &w->items [i], true);
+        valid += w->items [i].valid;
+    }
+    if (valid) {
+        qn_jw_obj (&jw);
+        qn_jw_kstr (&jw, "type", "push");
+        qn_jw_key (&jw, "items");
+        qn_jw_arr (&jw);
+        for (int i = from; i < to; i++)
+            if (w->items [i].valid)
+                s_push_item (w->run, &jw, w->stage, w->items [i].p, w->items [i].n);
+        qn_jw_arr_end (&jw);
+        qn_jw_obj_end (&jw);
+    }
+    qn_jw_arr_end (&jw);
+    qn_jw_obj_end (&jw);
+}
+
+static void
+s_build_acks (s_worker_t *w, int from, int to)
+{
+    qn_buf_t *b = &w->http.body;
+    qn_buf_reset (b);
+    qn_jw_t jw;
+    qn_jw_init (&jw, b);
+    qn_jw_obj (&jw);
+    qn_jw_key (&jw, "acknowledgments");
+    qn_jw_arr (&jw);
+    for (int i = from; i < to; i++)
+        s_ack_op (&jw, &w->items [i], false);
+    qn_jw_arr_end (&jw);
+    qn_jw_obj_end (&jw);
+}
+
+static void
+s_on_pop (s_worker_t *w, int64_t now)
+{
+    vf_run_t *run = w->run;
+    vf_stage_stats_t *st = &run->st [w->stage];
+    qn_json_doc_t *doc = &run->doc;
+    st->pops++;
+    s_idle (w);
+    if (w->http.status == 204 || w->http.resp.len == 0) {
+        st->empty_pops++;
+        return;
+    }
+    int msgs;
+    if (qn_json_parse (doc, w->http.resp.data, w->http.resp.len, 0) < 0
+    ||  (msgs = qn_json_get (doc, 0, "messages")) < 0 || qn_json_type (doc, msgs) != QN_JSON_ARRAY) {
+        s_fatal (run, "pop answered without a messages array", &w->http);
+        return;
+    }
+    int n = (int) qn_json_size (doc, msgs);
+    if (n == 0) {
+        st->empty_pops++;
+        return;
+    }
+    if (n > w->cap) {
+        w->items = qn_realloc (w->items, (size_t) n * sizeof *w->items);
+        w->cap = n;
+    }
+    int top_lease = qn_json_get (doc, 0, "leaseId");
+    s_items_clear (w);
+    for (int i = 0; i < n; i++) {
+        s_read_item (run, w->stage, qn_json_child (doc, msgs, (uint32_t) i), top_lease,
+                     &w->items [i]);
+        w->count++;
+        s_deliver (run, w->stage, &w->items [i], now);
+    }
+    if (w->kind == W_CHECKER) {
+        s_build_acks (w, 0, w->count);
+        s_begin (w, OP_ACK);
+    }
+    else {
+        s_build_txn (w, 0, w->count);
+        s_begin (w, OP_TXN);
+    }
+}
+
+//  Outcome of a transaction answer (200 in both outcomes).
+static int
+s_txn_result (s_worker_t *w, char *why, size_t len)
+{
+    qn_json_doc_t *doc = &w->run->doc;
+    bool ok = false;
+    why [0] = 0;
+    if (qn_json_parse (doc, w->http.resp.data, w->http.resp.len, 0) < 0
+    ||  qn_json_bool (doc, qn_json_get (doc, 0, "success"), &ok) < 0) {
+        snprintf (why, len, "unreadable answer: %.200s", w->http.resp.data ? w->http.resp.data : "");
+        return TX_ERROR;
+    }
+    if (ok)
+        return TX_OK;
+    qn_buf_t e = QN_BUF_INIT;
+    qn_json_str (doc, qn_json_get (doc, 0, "error"), &e);
+    snprintf (why, len, "%s", e.data ? e.data : "(no error text)");
+    qn_buf_free (&e);
+    if (strcasestr (why, "duplicate"))
+        return TX_DUP;
+    if (strcasestr (why, "lease"))
+        return TX_LEASE;
+    return TX_ERROR;
+}
+
+//  A refusal that ends the batch: the messages come back after the lease
+//  ends, which the ledger then counts as redeliveries.
+static void
+s_refused (s_worker_t *w, int kind, const char *why, int64_t now)
+{
+    vf_stage_stats_t *st = &w->run->st [w->stage];
+    if (kind == TX_LEASE) {
+        st->lease_lost++;
+        if (w->http.maybe_sent)
+            st->ambiguous++;
+    }
+    else {
+        st->errors++;
+        s_log (w->run, L_ERROR, "stage %d: request refused: %s", w->stage, why);
+        w->wake_ms = now + 100;
+    }
+    s_idle (w);
+}
+
+//  Fallback after a transaction was refused because an output existed:
+//  each message alone, ack + push, or ack only when its output exists.
+static void
+s_fallback_next (s_worker_t *w)
+{
+    while (w->one < w->count) {
+        if (w->items [w->one].valid) {
+            s_build_txn (w, w->one, w->one + 1);
+            s_begin (w, OP_TXN1);
+        }
+        else {
+            s_build_acks (w, w->one, w->one + 1);
+            s_begin (w, OP_ACK1);
+        }
+        return;
+    }
+    s_idle (w);
+}
+
+static void
+s_on_txn (s_worker_t *w, int64_t now)
+{
+    vf_run_t *run = w->run;
+    char why [300];
+    int r = s_txn_result (w, why, sizeof why);
+    if (r == TX_OK) {
+        int from = w->op == OP_TXN ? 0 : w->one;
+        int to = w->op == OP_TXN ? w->count : w->one + 1;
+        for (int i = from; i < to; i++)
+            s_confirm (run, w->stage, &w->items [i]);
+        if (w->op == OP_TXN)
+            s_idle (w);
+        else {
+            w->one++;
+            s_fallback_next (w);
+        }
+    }
+    else
+    if (r == TX_DUP && w->op == OP_TXN) {
+        run->st [w->stage].dup_txn++;
+        w->one = 0;
+        s_fallback_next (w);
+    }
+    else
+    if (r == TX_DUP) {
+        //  This message's output exists, so a committed transaction acked
+        //  it with the output: ack it alone, push nothing
+        s_build_acks (w, w->one, w->one + 1);
+        s_begin (w, OP_ACK1);
+    }
+    else
+        s_refused (w, r, why, now);
+}
+
+static void
+s_on_ack (s_worker_t *w, int64_t now)
+{
+    vf_run_t *run = w->run;
+    qn_json_doc_t *doc = &run->doc;
+    int from = w->op == OP_ACK ? 0 : w->one;
+    int to = w->op == OP_ACK ? w->count : w->one + 1;
+    if (qn_json_parse (doc, w->http.resp.data, w->http.resp.len, 0) < 0
+    ||  qn_json_type (doc, 0) != QN_JSON_ARRAY || qn_json_size (doc, 0) != to - from) {
+        s_fatal (run, "ack/batch answered with something other than one result per item", &w->http);
+        return;
+    }
+    bool all = true;
+    for (int i = from; i < to; i++) {
+        bool ok = false;
+        int res = qn_json_child (doc, 0, (uint32_t) (i - from));
+        qn_json_bool (doc, qn_json_get (doc, res, "success"), &ok);
+        if (ok)
+            s_confirm (run, w->stage, &w->items [i]);
+        all = all && ok;
+    }
+    if (w->op == OP_ACK) {
+        if (!all)
+            s_refused (w, TX_LEASE, "ack refused", now);
+        s_idle (w);
+    }
+    else
+    if (all) {
+        if (w->items [w->one].valid)
+            run->st [w->stage].dup_resolved++;
+        w->one++;
+        s_fallback_next (w);
+    }
+    else
+        s_refused (w, TX_LEASE, "ack refused", now);
+}
+
+//  Sends the worker's next request, if it has one now.
+static void
+s_step (s_worker_t *w)
+{
+    vf_run_t *run = w->run;
+    if (!w->pending) {
+        if (w->kind == W_PRODUCER) {
+            int rc = s_produce_next (w);
+            if (rc < 0) {
+                w->done = true;
+                return;
+            }
+            if (rc == 0)
+                return;
+            s_begin (w, OP_PUSH);
+        }
+        else
+            s_begin (w, OP_POP);
+    }
+    const char *url = run->push_url;
+    const char *method = "POST";
+    long timeout = S_REQ_TIMEOUT_MS;
+    if (w->op == OP_POP) {
+        url = run->pop_url [w->stage];
+        method = "GET";
+        timeout = run->opts->pop_timeout_ms + 15000;
+    }
+    else
+    if (w->op == OP_TXN || w->op == OP_TXN1)
+        url = run->txn_url;
+    else
+    if (w->op == OP_ACK || w->op == OP_ACK1)
+        url = run->ack_url;
+    w->attempts++;
+    if (w->attempts > 1)
+        run->st [w->stage].retries++;
+    w->pending = false;
+    vf_http_prepare (&w->http, method, url, timeout);
+    vf_http_start (&w->http, run->multi);
+}
+
+//  A transfer finished: retry, stop the run, or hand the answer over.
+static void
+s_done (s_worker_t *w, int64_t now)
+{
+    vf_run_t *run = w->run;
+    vf_http_outcome_t out = vf_http_outcome (&w->http);
+    if (out == VF_HTTP_RETRY) {
+        //  Same op, same body, after a backoff
+        w->pending = true;
+        w->backoff_ms = w->backoff_ms ? w->backoff_ms * 2 : S_BACKOFF_MIN_MS;
+        if (w->backoff_ms > S_BACKOFF_MAX_MS)
+            w->backoff_ms = S_BACKOFF_MAX_MS;
+        w->wake_ms = now + w->backoff_ms;
+        return;
+    }
+    run->st [w->stage].requests++;
+    if (out == VF_HTTP_FATAL) {
+        static const char *names [] = { "", "push", "pop", "transaction", "transaction",
+                                        "ack/batch", "ack/batch" };
+        char what [64];
+        snprintf (what, sizeof what, "stage %d %s refused", w->stage, names [w->op]);
+        s_fatal (run, what, &w->http);
+        return;
+    }
+    run->last_ok_ms = now;
+    w->backoff_ms = 0;
+    switch (w->op) {
+        case OP_PUSH: s_on_push (w, now); break;
+        case OP_POP:  s_on_pop (w, now); break;
+        case OP_TXN:
+        case OP_TXN1: s_on_txn (w, now); break;
+        default:      s_on_ack (w, now); break;
+    }
+}
+
+//  ------------------------------------------------------------------- run
+
+vf_run_t *
+vf_run_new (const vf_opts_t *opts, const char *url)
+{
+    vf_run_t *self = qn_zalloc (sizeof *self);
+    self->opts = opts;
+    self->S = opts->stages;
+    self->K = opts->partitions;
+    self->url = qn_strdup (url);
+    size_t ul = strlen (self->url);
+    while (ul > 0 && self->url [ul - 1] == '/')
+        self->url [--ul] = 0;
+    self->push_url = s_printf ("%s/api/v1/push", self->url);
+    self->txn_url = s_printf ("%s/api/v1/transaction", self->url);
+    self->ack_url = s_printf ("%s/api/v1/ack/batch", self->url);
+    self->queue = qn_zalloc ((size_t) self->S * sizeof *self->queue);
+    self->pop_url = qn_zalloc ((size_t) (self->S + 1) * sizeof *self->pop_url);
+    for (int s = 0; s < self->S; s++) {
+        self->queue [s] = s_printf ("%s-s%d", opts->prefix, s);
+        self->pop_url [s + 1] = s_printf ("%s/api/v1/pop/queue/%s?batch=%d&wait=true&timeout=%d"
+                                          "&partitions=%d", self->url, self->queue [s], opts->batch,
+                                          opts->pop_timeout_ms, opts->pop_partitions);
+    }
+    int K = self->K;
+    self->quota = qn_zalloc ((size_t) K * sizeof *self->quota);
+    self->next_n = qn_zalloc ((size_t) K * sizeof *self->next_n);
+    self->produced = qn_zalloc ((size_t) K * sizeof *self->produced);
+    for (int p = 0; p < K; p++)
+        self->quota [p] = opts->messages > 0 ? opts->messages / K + (p < opts->messages % K) : -1;
+    self->track = qn_zalloc ((size_t) self->S * (size_t) K * sizeof *self->track);
+    int64_t per = opts->messages > 0 ? opts->messages / K + 1 : 16;
+    for (size_t i = 0; i < (size_t) self->S * (size_t) K; i++) {
+        self->track [i].max_n = -1;
+        s_track_grow (&self->track [i], per - 1);
+    }
+    self->st = qn_zalloc ((size_t) (self->S + 1) * sizeof *self->st);
+    self->pad = qn_malloc ((size_t) opts->payload_bytes + 1);
+    memset (self->pad, 'x', (size_t) opts->payload_bytes);
+    self->pad [opts->payload_bytes] = 0;
+    qn_json_doc_init (&self->doc);
+    self->multi = curl_multi_init ();
+    //  Workers: producers, then consumers of stages 1..S
+    self->nw = opts->producers + self->S * opts->consumers;
+    self->w = qn_zalloc ((size_t) self->nw * sizeof *self->w);
+    for (int i = 0; i < self->nw; i++) {
+        s_worker_t *w = &self->w [i];
+        w->run = self;
+        vf_http_init (&w->http, opts->token, w);
+        if (i < opts->producers) {
+            w->kind = W_PRODUCER;
+            w->parts = qn_malloc ((size_t) (K / opts->producers + 1) * sizeof *w->parts);
+            for (int p = i; p < K; p += opts->producers)
+                w->parts [w->nparts++] = p;
+            w->req_p = qn_malloc ((size_t) opts->batch * sizeof *w->req_p);
+            w->req_n = qn_malloc ((size_t) opts->batch * sizeof *w->req_n);
+            w->done = w->nparts == 0;
+        }
+        else {
+            w->stage = 1 + (i - opts->producers) / opts->consumers;
+            w->kind = w->stage == self->S ? W_CHECKER : W_MOVER;
+        }
+    }
+    return self;
+}
+
+void
+vf_run_destroy (vf_run_t **self_p)
+{
+    vf_run_t *self = *self_p;
+    if (!self)
+        return;
+    for (int i = 0; i < self->nw; i++) {
+        s_worker_t *w = &self->w [i];
+        if (w->http.busy)
+            curl_multi_remove_handle (self->multi, w->http.easy);
+        vf_http_free (&w->http);
+        s_items_clear (w);
+        free (w->items);
+        free (w->parts);
+        free (w->req_p);
+        free (w->req_n);
+    }
+    free (self->w);
+    curl_multi_cleanup (self->multi);
+    for (int s = 0; s < self->S; s++) {
+        free (self->queue [s]);
+        free (self->pop_url [s + 1]);
+    }
+    free (self->queue);
+    free (self->pop_url);
+    for (size_t i = 0; i < (size_t) self->S * (size_t) self->K; i++) {
+        free (self->track [i].seq);
+        free (self->track [i].state);
+    }
+    free (self->track);
+    free (self->quota);
+    free (self->next_n);
+    free (self->produced);
+    free (self->st);
+    free (self->pad);
+    free (self->fatal);
+    free (self->url);
+    free (self->push_url);
+    free (self->txn_url);
+    free (self->ack_url);
+    qn_json_doc_free (&self->doc);
+    free (self);
+    *self_p = NULL;
+}
+
+//  Synchronous request with retries until the deadline; 0 on a 2xx.
+static int
+s_sync (vf_run_t *self, vf_http_t *h, const char *method, const char *url, int64_t deadline)
+{
+    for (int64_t delay = 100; ; delay = delay < 1000 ? delay * 2 : 1000) {
+        vf_http_prepare (h, method, url, 30000);
+        vf_http_perform (h);
+        vf_http_outcome_t out = vf_http_outcome (h);
+        if (out == VF_HTTP_OK)
+            return 0;
+        if (out == VF_HTTP_FATAL || vf_now_ms () + delay > deadline)
+            return -1;
+        usleep ((useconds_t) delay * 1000);
+    }
+    (void) self;
+}
+
+int
+vf_run_setup (vf_run_t *self, int64_t wait_ms)
+{
+    vf_http_t h;
+    vf_http_init (&h, self->opts->token, NULL);
+    int64_t deadline = vf_now_ms () + wait_ms;
+    char why [400];
+    char *url = s_printf ("%s/health", self->url);
+    int rc = s_sync (self, &h, "GET", url, deadline);
+    free (url);
+    if (rc < 0) {
+        vf_http_describe (&h, why, sizeof why);
+        fprintf (stderr, "queen-verify: broker at %s not healthy: %s\n", self->url, why);
+        vf_http_free (&h);
+        return -1;
+    }
+    url = s_printf ("%s/api/v1/configure", self->url);
+    for (int s = 0; s < self->S && rc == 0; s++) {
+        qn_buf_reset (&h.body);
+        qn_buf_printf (&h.body, "{\"queue\":\"%s\",\"options\":{\"leaseTime\":%d,"
+                       "\"retryLimit\":3,\"retryDelay\":0}}", self->queue [s], self->opts->lease_s);
+        rc = s_sync (self, &h, "POST", url, vf_now_ms () + wait_ms);
+        if (rc < 0) {
+            vf_http_describe (&h, why, sizeof why);
+            fprintf (stderr, "queen-verify: configure %s failed: %s\n", self->queue [s], why);
+        }
+    }
+    free (url);
+    vf_http_free (&h);
+    return rc;
+}
+
+void
+vf_run_cleanup (vf_run_t *self)
+{
+    vf_http_t h;
+    vf_http_init (&h, self->opts->token, NULL);
+    for (int s = 0; s < self->S; s++) {
+        char *url = s_printf ("%s/api/v1/resources/queues/%s", self->url, self->queue [s]);
+        if (s_sync (self, &h, "DELETE", url, vf_now_ms () + 60000) < 0) {
+            char why [400];
+            vf_http_describe (&h, why, sizeof why);
+            fprintf (stderr, "queen-verify: could not delete %s: %s\n", self->queue [s], why);
+        }
+        free (url);
+    }
+    vf_http_free (&h);
+}
+
+//  True when the checker has seen every message produced so far (a scan,
+//  so at most once a second). Counts those whose ack is unconfirmed.
+static bool
+s_all_checked (vf_run_t *self, int64_t now, bool force)
+{
+    if (self->checked < self->produced_total)
+        return false;
+    if (!force && now - self->last_scan_ms < 200)
+        return false;
+    self->last_scan_ms = now;
+    int64_t unconfirmed = 0;
+    for (int32_t p = 0; p < self->K; p++) {
+        s_track_t *t = s_track (self, self->S, p);
+        for (int64_t n = 0; n < self->produced [p]; n++) {
+            if (n >= t->cap || t->seq [n] == 0)
+                return false;
+            unconfirmed += t->state [n] != T_DONE;
+        }
+    }
+    self->unconfirmed = unconfirmed;
+    return true;
+}
+
+//  After the run: per stage, produced messages never delivered there, and
+//  deliveries of messages the producer never pushed.
+static void
+s_final_scan (vf_run_t *self)
+{
+    self->unconfirmed = 0;
+    for (int c = 1; c <= self->S; c++) {
+        vf_stage_stats_t *st = &self->st [c];
+        for (int32_t p = 0; p < self->K; p++) {
+            s_track_t *t = s_track (self, c, p);
+            for (int64_t n = 0; n < t->cap || n < self->produced [p]; n++) {
+                bool seen = n < t->cap && t->seq [n] != 0;
+                if (n < self->produced [p] && !seen)
+                    st->missing++;
+                if (n >= self->produced [p] && seen) {
+                    st->corrupt++;
+                    s_log (self, L_CORRUPT, "stage %d delivered p%d n=%lld, which was never "
+                           "pushed", c, p, (long long) n);
+                }
+                if (c == self->S && n < self->produced [p] && seen && t->state [n] != T_DONE)
+                    self->unconfirmed++;
+            }
+        }
+    }
+}
+
+static void
+s_refill (vf_run_t *self, int64_t now)
+{
+    double rate = self->opts->rate;
+    if (rate <= 0)
+        return;
+    self->tokens += rate * (double) (now - self->tokens_ms) / 1000.0;
+    self->tokens_ms = now;
+    double cap = rate > self->opts->batch ? rate : self->opts->batch;
+    if (self->tokens > cap)
+        self->tokens = cap;
+}
+
+static void
+s_progress (vf_run_t *self, vf_broker_t *broker)
+{
+    vf_result_t res;
+    char line [512];
+    vf_run_result (self, &res);
+    vf_progress (&res, broker, line, sizeof line);
+    fprintf (stderr, "\r%-100s", line);
+    fflush (stderr);
+}
+
+int
+vf_run_loop (vf_run_t *self, vf_broker_t *broker, volatile int *stop)
+{
+    const vf_opts_t *o = self->opts;
+    bool tty = !o->quiet && isatty (2);
+    int64_t now = vf_now_ms ();
+    self->t0_ms = self->last_ok_ms = self->tokens_ms = now;
+    self->producing = true;
+    int64_t next_progress = now + 1000;
+    int64_t settle_ms = (int64_t) o->lease_s * 1000 + 2000;
+    for (;;) {
+        now = vf_now_ms ();
+        if (*stop) {
+            self->interrupted = true;
+            break;
+        }
+        if (self->fatal)
+            break;
+        if (broker)
+            vf_broker_tick (broker, now, o->chaos);
+        s_refill (self, now);
+        if (o->duration_s > 0 && now - self->t0_ms >= (int64_t) (o->duration_s * 1000))
+            self->producing = false;
+        bool producers_done = true;
+        int64_t wake = now + 200;
+        for (int i = 0; i < self->nw; i++) {
+            s_worker_t *w = &self->w [i];
+            if (!w->done && !w->http.busy && w->wake_ms <= now)
+                s_step (w);
+            if (w->kind == W_PRODUCER && !w->done)
+                producers_done = false;
+            if (!w->done && !w->http.busy && w->wake_ms < wake)
+                wake = w->wake_ms > now ? w->wake_ms : now + 10;
+        }
+        if (producers_done && !self->produce_end_ms) {
+            self->produce_end_ms = now;
+            self->producing = false;
+        }
+        if (self->produce_end_ms) {
+            if (s_all_checked (self, now, false)
+            &&  (self->unconfirmed == 0 || now - self->last_check_ms >= settle_ms)) {
+                self->drained = true;
+                break;
+            }
+            if (now - self->produce_end_ms >= (int64_t) (o->drain_timeout_s * 1000)) {
+                self->timed_out = true;
+                break;
+            }
+        }
+        if (now - self->last_ok_ms > S_STALL_MS && !self->fatal)
+            self->fatal = s_printf ("no answer from the broker for %d s", S_STALL_MS / 1000);
+        int running;
+        curl_multi_perform (self->multi, &running);
+        CURLMsg *msg;
+        int left;
+        while ((msg = curl_multi_info_read (self->multi, &left))) {
+            if (msg->msg != CURLMSG_DONE)
+                continue;
+            s_worker_t *w = NULL;
+            curl_easy_getinfo (msg->easy_handle, CURLINFO_PRIVATE, (char **) &w);
+            CURLcode cc = msg->data.result;
+            vf_http_finish (&w->http, self->multi, cc);
+            s_done (w, vf_now_ms ());
+        }
+        if (tty && now >= next_progress) {
+            s_progress (self, broker);
+            next_progress = now + 1000;
+        }
+        int timeout = (int) (wake - vf_now_ms ());
+        if (timeout > 0)
+            curl_multi_poll (self->multi, NULL, 0, timeout > 200 ? 200 : timeout, NULL);
+    }
+    self->end_ms = vf_now_ms ();
+    if (tty) {
+        s_progress (self, broker);
+        fprintf (stderr, "\n");
+    }
+    //  Abandon what is in flight (long-polls, mostly)
+    for (int i = 0; i < self->nw; i++)
+        if (self->w [i].http.busy) {
+            curl_multi_remove_handle (self->multi, self->w [i].http.easy);
+            self->w [i].http.busy = false;
+        }
+    s_final_scan (self);
+    return self->fatal ? -1 : 0;
+}
+
+void
+vf_run_result (vf_run_t *self, vf_result_t *out)
+{
+    memset (out, 0, sizeof *out);
+    out->stages = self->S;
+    out->st = self->st;
+    out->queue = self->queue;
+    out->produced = self->produced_total;
+    out->checked = self->checked;
+    out->unconfirmed = self->unconfirmed;
+    out->t0_ms = self->t0_ms;
+    out->produce_end_ms = self->produce_end_ms;
+    out->end_ms = self->end_ms ? self->end_ms : vf_now_ms ();
+    out->last_check_ms = self->last_check_ms;
+    out->drained = self->drained;
+    out->timed_out = self->timed_out;
+    out->interrupted = self->interrupted;
+    out->fatal = self->fatal;
+}
