@@ -26,6 +26,17 @@ typedef enum {
     QN_SQL_QUEUE_DELETE,
     QN_SQL_PARTITION_DELETE,
     QN_SQL_ENSURE_SEGMENTS,
+    QN_SQL_KV_PUT,              //  State (schema/030_state.sql): kv store
+    QN_SQL_KV_GET,
+    QN_SQL_KV_DELETE,
+    QN_SQL_KV_LIST,
+    QN_SQL_TIMER_CREATE,        //  Timers
+    QN_SQL_TIMER_CANCEL,
+    QN_SQL_TIMER_GET,
+    QN_SQL_TIMER_LIST,
+    QN_SQL_TIMER_DUE,
+    QN_SQL_TIMER_FIRE,
+    QN_SQL_STATE_SWEEP,         //  Expired kv rows and old fired-timer records
     QN_SQL_COUNT_
 } qn_sql_id_t;
 

@@ -33,7 +33,8 @@
     X (QN_MSG_CONFIG,        51)   /* event "maintenance": [push, pop] */ \
     X (QN_MSG_POP_SETTLED,   36)   /* codec_http -> lease_manager: woken pop done [ctx_id, found] */ \
     X (QN_MSG_JWKS_KEYS,     60)   /* event "jwks": [generation, jwks json (bin)] */ \
-    X (QN_MSG_JWKS_REFRESH,  61)   /* codec_http -> jwks: unknown key id, fetch again soon [] */
+    X (QN_MSG_JWKS_REFRESH,  61)   /* codec_http -> jwks: unknown key id, fetch again soon [] */ \
+    X (QN_MSG_TIMER_ARM,     62)   /* codec_http -> timer_wheel: timer created [id, due_us] */
 
 typedef enum {
 #define QN_MSG_ENUM(name, num) name = num,

@@ -1,0 +1,512 @@
+-- 030_state.sql: state and time in the broker (issue 4): the kv store and
+-- timers (storage 2.4, 4.8, 4.9). One call = one round trip = one
+-- transaction, like the hot path of 002_hot.sql.
+--
+-- Differences from the storage proposal (docs/http-api.md, "State: kv and
+-- timers", says why):
+--   * both tables carry the tenant (storage 11: "tenants from day one");
+--   * a timer names its queue and partition by name (a timer may target a
+--     queue that does not exist yet: the firing push creates it, as any push);
+--   * a fired timer is not deleted but marked (fired_at, seq, partition_id,
+--     payload emptied): that small record answers a late cancel with
+--     "fired", lets an idempotent re-create recognise it, and is swept after
+--     a retention period by queen.timer_sweep. Pending timers are the rows
+--     with fired_at IS NULL (partial indexes).
+--
+-- Lock order (storage 3): L0 queue locks, L1 partition locks, L2 kv rows,
+-- L3 timer rows. Firing takes L0/L1 for its candidates before it claims the
+-- timer rows with SKIP LOCKED; a cancel waits only on the timer row.
+
+-- ---------------------------------------------------------------------------
+-- kv
+-- ---------------------------------------------------------------------------
+
+-- Versions never repeat (no ABA). CACHE 1 (the default): every session draws
+-- from one counter, so a later write gets a higher version.
+CREATE SEQUENCE queen.kv_version_seq AS bigint MINVALUE 1 START 1;
+
+CREATE TABLE queen.kv (
+  tenant     text COLLATE "C" NOT NULL DEFAULT '',
+  ns         text COLLATE "C" NOT NULL,      -- the bucket
+  key        text COLLATE "C" NOT NULL,
+  value      bytea NOT NULL,                 -- the JSON text as sent
+  version    bigint NOT NULL,
+  expires_at timestamptz,                    -- NULL: never; reads ignore expired rows
+  updated_at timestamptz NOT NULL DEFAULT now(),
+  PRIMARY KEY (tenant, ns, key)
+) WITH (fillfactor = 80);
+CREATE INDEX kv_expiry ON queen.kv (expires_at) WHERE expires_at IS NOT NULL;
+
+-- Write a value. p_if_version: NULL = unconditional, 0 = only if absent (an
+-- expired row counts as absent), v > 0 = only if the live row has version v.
+-- p_ttl_s > 0 sets an expiry, NULL or 0 none (every write sets it afresh).
+-- status 'ok' (version, expires_at) or 'conflict' (current_version: the live
+-- row's version, 0 when absent). The version is drawn after the row lock is
+-- held (UPDATE and ON CONFLICT DO UPDATE evaluate SET on the locked row), so
+-- it also increases along one key's history.
+CREATE FUNCTION queen.kv_put(p_tenant text, p_ns text, p_key text, p_value bytea,
+                             p_if_version bigint, p_ttl_s int)
+RETURNS TABLE(status text, version bigint, expires_at timestamptz, current_version bigint)
+LANGUAGE plpgsql AS $$
+#variable_conflict use_column
+DECLARE
+  v_exp timestamptz := CASE WHEN COALESCE(p_ttl_s, 0) > 0 THEN now() + make_interval(secs => p_ttl_s) END;
+  v_ver bigint;
+BEGIN
+  IF p_if_version IS NULL THEN
+    INSERT INTO queen.kv AS k (tenant, ns, key, value, version, expires_at)
+    VALUES (p_tenant, p_ns, p_key, p_value, nextval('queen.kv_version_seq'), v_exp)
+    ON CONFLICT (tenant, ns, key) DO UPDATE
+      SET value = EXCLUDED.value, version = nextval('queen.kv_version_seq'),
+          expires_at = EXCLUDED.expires_at, updated_at = now()
+    RETURNING k.version INTO v_ver;
+  ELSIF p_if_version = 0 THEN
+    INSERT INTO queen.kv AS k (tenant, ns, key, value, version, expires_at)
+    VALUES (p_tenant, p_ns, p_key, p_value, nextval('queen.kv_version_seq'), v_exp)
+    ON CONFLICT (tenant, ns, key) DO UPDATE
+      SET value = EXCLUDED.value, version = nextval('queen.kv_version_seq'),
+          expires_at = EXCLUDED.expires_at, updated_at = now()
+      WHERE k.expires_at IS NOT NULL AND k.expires_at <= now()
+    RETURNING k.version INTO v_ver;
+  ELSE
+    UPDATE queen.kv k
+       SET value = p_value, version = nextval('queen.kv_version_seq'), expires_at = v_exp,
+           updated_at = now()
+     WHERE k.tenant = p_tenant AND k.ns = p_ns AND k.key = p_key AND k.version = p_if_version
+       AND (k.expires_at IS NULL OR k.expires_at > now())
+    RETURNING k.version INTO v_ver;
+  END IF;
+  IF v_ver IS NOT NULL THEN
+    RETURN QUERY SELECT 'ok'::text, v_ver, v_exp, v_ver;
+    RETURN;
+  END IF;
+  -- conflict: a fresh snapshot sees the write that beat us
+  SELECT k.version INTO v_ver FROM queen.kv k
+   WHERE k.tenant = p_tenant AND k.ns = p_ns AND k.key = p_key
+     AND (k.expires_at IS NULL OR k.expires_at > now());
+  RETURN QUERY SELECT 'conflict'::text, NULL::bigint, NULL::timestamptz, COALESCE(v_ver, 0);
+END
+$$;
+
+-- The live row, or no row.
+CREATE FUNCTION queen.kv_get(p_tenant text, p_ns text, p_key text)
+RETURNS TABLE(value bytea, version bigint, expires_at timestamptz, updated_at timestamptz)
+LANGUAGE sql STABLE AS $$
+  SELECT k.value, k.version, k.expires_at, k.updated_at FROM queen.kv k
+   WHERE k.tenant = p_tenant AND k.ns = p_ns AND k.key = p_key
+     AND (k.expires_at IS NULL OR k.expires_at > now())
+$$;
+
+-- Delete. status 'deleted' (version: the deleted one), 'not_found' (absent
+-- or expired), 'conflict' (version: the live row's; p_if_version did not match).
+CREATE FUNCTION queen.kv_delete(p_tenant text, p_ns text, p_key text, p_if_version bigint)
+RETURNS TABLE(status text, version bigint)
+LANGUAGE plpgsql AS $$
+#variable_conflict use_column
+DECLARE
+  v_ver bigint;
+  v_exp timestamptz;
+BEGIN
+  DELETE FROM queen.kv k
+   WHERE k.tenant = p_tenant AND k.ns = p_ns AND k.key = p_key
+     AND (p_if_version IS NULL OR k.version = p_if_version)
+  RETURNING k.version, k.expires_at INTO v_ver, v_exp;
+  IF FOUND THEN
+    IF v_exp IS NULL OR v_exp > now() THEN
+      RETURN QUERY SELECT 'deleted'::text, v_ver;
+    ELSE
+      RETURN QUERY SELECT 'not_found'::text, 0::bigint;     -- it had expired already
+    END IF;
+    RETURN;
+  END IF;
+  SELECT k.version INTO v_ver FROM queen.kv k
+   WHERE k.tenant = p_tenant AND k.ns = p_ns AND k.key = p_key
+     AND (k.expires_at IS NULL OR k.expires_at > now());
+  IF FOUND THEN
+    RETURN QUERY SELECT 'conflict'::text, v_ver;
+  ELSE
+    RETURN QUERY SELECT 'not_found'::text, 0::bigint;
+  END IF;
+END
+$$;
+
+-- The smallest string above every string that starts with p (byte order,
+-- which is code point order in UTF-8), or NULL when there is none.
+CREATE FUNCTION queen._prefix_end(p text) RETURNS text
+LANGUAGE plpgsql IMMUTABLE STRICT AS $$
+DECLARE
+  s text := p;
+  c int;
+BEGIN
+  WHILE length(s) > 0 LOOP
+    c := ascii(right(s, 1));
+    s := left(s, -1);
+    IF c < 1114111 THEN
+      c := c + 1;
+      IF c BETWEEN 55296 AND 57343 THEN   -- surrogates are not characters
+        c := 57344;
+      END IF;
+      RETURN s || chr(c);
+    END IF;
+  END LOOP;
+  RETURN NULL;
+END
+$$;
+
+-- Live keys of a bucket in byte order: those starting with p_prefix and
+-- after p_after, at most p_limit (the caller asks one more than it shows to
+-- know whether there is a next page). An index range scan either way.
+CREATE FUNCTION queen.kv_list(p_tenant text, p_ns text, p_prefix text, p_after text, p_limit int)
+RETURNS TABLE(key text, version bigint, expires_at timestamptz, updated_at timestamptz)
+LANGUAGE plpgsql STABLE AS $$
+#variable_conflict use_column
+DECLARE
+  v_lo  text := COALESCE(p_prefix, '');
+  v_hi  text := queen._prefix_end(COALESCE(p_prefix, ''));
+  v_aft text := COALESCE(p_after, '');
+BEGIN
+  IF v_hi IS NULL THEN
+    RETURN QUERY
+    SELECT k.key::text, k.version, k.expires_at, k.updated_at FROM queen.kv k
+     WHERE k.tenant = p_tenant AND k.ns = p_ns AND k.key >= v_lo AND k.key > v_aft
+       AND (k.expires_at IS NULL OR k.expires_at > now())
+     ORDER BY k.key LIMIT p_limit;
+  ELSE
+    RETURN QUERY
+    SELECT k.key::text, k.version, k.expires_at, k.updated_at FROM queen.kv k
+     WHERE k.tenant = p_tenant AND k.ns = p_ns AND k.key >= v_lo AND k.key > v_aft
+       AND k.key < v_hi
+       AND (k.expires_at IS NULL OR k.expires_at > now())
+     ORDER BY k.key LIMIT p_limit;
+  END IF;
+END
+$$;
+
+-- Expired rows, at most p_max per call (readers ignore them already, so the
+-- sweep's lag is invisible). Re-checked on the locked row: a concurrent write
+-- that gave the key a new life keeps it.
+CREATE FUNCTION queen.kv_sweep(p_max int) RETURNS bigint
+LANGUAGE plpgsql AS $$
+DECLARE
+  v_n bigint;
+BEGIN
+  DELETE FROM queen.kv k
+   USING (SELECT s.tenant, s.ns, s.key FROM queen.kv s
+           WHERE s.expires_at <= now()
+           ORDER BY s.expires_at LIMIT GREATEST(p_max, 1)
+           FOR UPDATE SKIP LOCKED) x
+   WHERE k.tenant = x.tenant AND k.ns = x.ns AND k.key = x.key AND k.expires_at <= now();
+  GET DIAGNOSTICS v_n = ROW_COUNT;
+  RETURN v_n;
+END
+$$;
+
+-- ---------------------------------------------------------------------------
+-- timers
+-- ---------------------------------------------------------------------------
+
+CREATE TABLE queen.timers (
+  id           bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+  tenant       text COLLATE "C" NOT NULL DEFAULT '',
+  timer_id     text COLLATE "C" NOT NULL,    -- the client's timerId, or one the broker generated
+  due_at       timestamptz NOT NULL,
+  queue        text COLLATE "C" NOT NULL,
+  partition    text COLLATE "C" NOT NULL DEFAULT 'Default',
+  txn_id       text COLLATE "C" NOT NULL,    -- the client's transactionId, or minted
+  txn_given    bool NOT NULL,
+  payload      bytea NOT NULL,               -- the JSON text as sent; emptied once fired
+  fingerprint  bytea NOT NULL,               -- sha256 of the definition (idempotent re-create)
+  created_at   timestamptz NOT NULL DEFAULT now(),
+  fired_at     timestamptz,                  -- NULL while pending
+  seq          bigint,                       -- the message it became
+  partition_id bigint,
+  UNIQUE (tenant, timer_id)
+) WITH (autovacuum_vacuum_scale_factor = 0.02);
+CREATE INDEX timers_due ON queen.timers (due_at) WHERE fired_at IS NULL;
+CREATE INDEX timers_queue ON queen.timers (tenant, queue, due_at, id) WHERE fired_at IS NULL;
+CREATE INDEX timers_fired ON queen.timers (fired_at) WHERE fired_at IS NOT NULL;
+
+-- What makes two timer requests "the same": queue, partition, the client's
+-- transactionId (or none), the timing as given ('at:<us>' or 'in:<ms>') and
+-- the payload bytes. Length-prefixed, so no two definitions collide.
+CREATE FUNCTION queen._timer_fp(p_queue text, p_partition text, p_txn text, p_spec text, p_payload bytea)
+RETURNS bytea
+LANGUAGE sql IMMUTABLE AS $$
+  SELECT sha256(convert_to(format('%s:%s|%s:%s|%s|%s|', octet_length(p_queue), p_queue,
+                                  octet_length(COALESCE(p_partition, 'Default')), COALESCE(p_partition, 'Default'),
+                                  CASE WHEN p_txn IS NULL THEN '-' ELSE octet_length(p_txn) || ':' || p_txn END,
+                                  p_spec), 'UTF8') || p_payload)
+$$;
+
+-- Schedule a message. Exactly one of p_fire_at_us (microseconds since the
+-- Unix epoch) and p_delay_ms (from now, on the database clock) is set.
+-- p_txn_id is always set (the broker mints one when the client gave none,
+-- p_txn_given false): the firing push carries it, so a repeated fire would
+-- be deduplicated. A timerId is idempotent:
+--   status 'created'  new timer (id for the broker's timer wheel)
+--          'exists'   same definition, still pending
+--          'fired'    same definition, already fired (fired_at set)
+--          'conflict' the timerId is taken by a different definition
+CREATE FUNCTION queen.timer_create(p_tenant text, p_timer_id text, p_queue text, p_partition text,
+  p_payload bytea, p_txn_id text, p_txn_given bool, p_fire_at_us bigint, p_delay_ms bigint)
+RETURNS TABLE(status text, id bigint, due_at timestamptz, fired_at timestamptz)
+LANGUAGE plpgsql AS $$
+#variable_conflict use_column
+DECLARE
+  v_spec text := CASE WHEN p_delay_ms IS NOT NULL THEN 'in:' || p_delay_ms ELSE 'at:' || p_fire_at_us END;
+  v_fp   bytea := queen._timer_fp(p_queue, p_partition, CASE WHEN p_txn_given THEN p_txn_id END,
+                                  v_spec, p_payload);
+  v_due  timestamptz := CASE WHEN p_delay_ms IS NOT NULL
+                             THEN clock_timestamp() + p_delay_ms * interval '1 millisecond'
+                             ELSE 'epoch'::timestamptz + p_fire_at_us * interval '1 microsecond' END;
+  v_id   bigint;
+  t      record;
+  v_try  int;
+BEGIN
+  IF p_delay_ms IS NULL AND p_fire_at_us IS NULL THEN
+    RAISE EXCEPTION 'fireAt or delayMs is required' USING ERRCODE = '22023';
+  END IF;
+  FOR v_try IN 1..3 LOOP
+    INSERT INTO queen.timers AS x (tenant, timer_id, due_at, queue, partition, txn_id, txn_given,
+                                   payload, fingerprint)
+    VALUES (p_tenant, p_timer_id, v_due, p_queue, COALESCE(p_partition, 'Default'), p_txn_id,
+            COALESCE(p_txn_given, false), p_payload, v_fp)
+    ON CONFLICT (tenant, timer_id) DO NOTHING
+    RETURNING x.id INTO v_id;
+    IF v_id IS NOT NULL THEN
+      RETURN QUERY SELECT 'created'::text, v_id, v_due, NULL::timestamptz;
+      RETURN;
+    END IF;
+    SELECT x.id, x.fingerprint, x.due_at, x.fired_at INTO t FROM queen.timers x
+     WHERE x.tenant = p_tenant AND x.timer_id = p_timer_id;
+    IF FOUND THEN
+      IF t.fingerprint <> v_fp THEN
+        RETURN QUERY SELECT 'conflict'::text, t.id, t.due_at, t.fired_at;
+      ELSIF t.fired_at IS NOT NULL THEN
+        RETURN QUERY SELECT 'fired'::text, t.id, t.due_at, t.fired_at;
+      ELSE
+        RETURN QUERY SELECT 'exists'::text, t.id, t.due_at, NULL::timestamptz;
+      END IF;
+      RETURN;
+    END IF;
+    -- cancelled or swept between the insert and the read: try again
+  END LOOP;
+  RAISE EXCEPTION 'timer % changed concurrently, retry', p_timer_id USING ERRCODE = '40001';
+END
+$$;
+
+-- Cancel a pending timer. status 'cancelled', 'fired' (fired_at set) or
+-- 'not_found'. Firing claims the row FOR UPDATE and marks it in the same
+-- transaction as its push, so exactly one of cancel and fire wins: a cancel
+-- that waited on a firer re-checks the row and sees it fired.
+CREATE FUNCTION queen.timer_cancel(p_tenant text, p_timer_id text)
+RETURNS TABLE(status text, fired_at timestamptz)
+LANGUAGE plpgsql AS $$
+#variable_conflict use_column
+DECLARE
+  v_id    bigint;
+  v_fired timestamptz;
+BEGIN
+  DELETE FROM queen.timers x
+   WHERE x.tenant = p_tenant AND x.timer_id = p_timer_id AND x.fired_at IS NULL
+  RETURNING x.id INTO v_id;
+  IF FOUND THEN
+    RETURN QUERY SELECT 'cancelled'::text, NULL::timestamptz;
+    RETURN;
+  END IF;
+  SELECT x.fired_at INTO v_fired FROM queen.timers x
+   WHERE x.tenant = p_tenant AND x.timer_id = p_timer_id AND x.fired_at IS NOT NULL;
+  IF FOUND THEN
+    RETURN QUERY SELECT 'fired'::text, v_fired;
+  ELSE
+    RETURN QUERY SELECT 'not_found'::text, NULL::timestamptz;
+  END IF;
+END
+$$;
+
+-- One timer (pending or fired and not yet swept), or no row.
+CREATE FUNCTION queen.timer_get(p_tenant text, p_timer_id text)
+RETURNS TABLE(queue text, partition text, txn_id text, payload bytea, due_at timestamptz,
+              created_at timestamptz, fired_at timestamptz, seq bigint, partition_id bigint)
+LANGUAGE sql STABLE AS $$
+  SELECT x.queue::text, x.partition::text, x.txn_id::text, x.payload, x.due_at, x.created_at,
+         x.fired_at, x.seq, x.partition_id
+    FROM queen.timers x WHERE x.tenant = p_tenant AND x.timer_id = p_timer_id
+$$;
+
+-- Pending timers (of one queue, or all), by due time then id, after the
+-- cursor (p_after_due_us, p_after_id), at most p_limit.
+CREATE FUNCTION queen.timer_list(p_tenant text, p_queue text, p_after_due_us bigint, p_after_id bigint,
+                                 p_limit int)
+RETURNS TABLE(timer_id text, queue text, partition text, txn_id text, payload bytea,
+              due_at timestamptz, created_at timestamptz, id bigint)
+LANGUAGE plpgsql STABLE AS $$
+#variable_conflict use_column
+DECLARE
+  v_due timestamptz := CASE WHEN p_after_due_us IS NULL THEN '-infinity'::timestamptz
+                            ELSE 'epoch'::timestamptz + p_after_due_us * interval '1 microsecond' END;
+  v_id  bigint := COALESCE(p_after_id, 0);
+BEGIN
+  IF p_queue IS NULL THEN
+    RETURN QUERY
+    SELECT x.timer_id::text, x.queue::text, x.partition::text, x.txn_id::text, x.payload, x.due_at,
+           x.created_at, x.id
+      FROM queen.timers x
+     WHERE x.fired_at IS NULL AND x.tenant = p_tenant AND (x.due_at, x.id) > (v_due, v_id)
+     ORDER BY x.due_at, x.id LIMIT p_limit;
+  ELSE
+    RETURN QUERY
+    SELECT x.timer_id::text, x.queue::text, x.partition::text, x.txn_id::text, x.payload, x.due_at,
+           x.created_at, x.id
+      FROM queen.timers x
+     WHERE x.fired_at IS NULL AND x.tenant = p_tenant AND x.queue = p_queue
+       AND (x.due_at, x.id) > (v_due, v_id)
+     ORDER BY x.due_at, x.id LIMIT p_limit;
+  END IF;
+END
+$$;
+
+-- Pending timers due within p_horizon_ms, earliest first, at most p_limit,
+-- with the database clock (the broker arms its timer wheel on it).
+CREATE FUNCTION queen.timer_due(p_horizon_ms int, p_limit int)
+RETURNS TABLE(id bigint, due_at timestamptz, db_now timestamptz)
+LANGUAGE sql STABLE AS $$
+  SELECT x.id, x.due_at, clock_timestamp() FROM queen.timers x
+   WHERE x.fired_at IS NULL AND x.due_at <= clock_timestamp() + p_horizon_ms * interval '1 millisecond'
+   ORDER BY x.due_at LIMIT p_limit
+$$;
+
+-- Push the claimed timers a_id (all of one tenant, in firing order) and
+-- mark them fired. Raises what queen.push raises. Every statement reaches
+-- the timers through their primary key (joins on unnest of the ids), never
+-- through a scan whose cost grows with the backlog.
+CREATE FUNCTION queen._timer_push(p_tenant text, a_id bigint[]) RETURNS int
+LANGUAGE plpgsql AS $$
+DECLARE
+  n     int := cardinality(a_id);
+  a_q   text[];
+  a_p   text[];
+  a_txn text[];
+  a_pay bytea[];
+  r_id  bigint[];
+  r_seq bigint[];
+  r_pid bigint[];
+BEGIN
+  SELECT array_agg(x.queue::text ORDER BY o.k), array_agg(x.partition::text ORDER BY o.k),
+         array_agg(x.txn_id::text ORDER BY o.k), array_agg(x.payload ORDER BY o.k)
+    INTO a_q, a_p, a_txn, a_pay
+    FROM unnest(a_id) WITH ORDINALITY o(id, k) JOIN queen.timers x ON x.id = o.id;
+  SELECT array_agg(a_id[p.ord]), array_agg(p.seq), array_agg(p.partition_id) INTO r_id, r_seq, r_pid
+    FROM queen.push(p_tenant, a_q, a_p, a_txn, a_pay, array_fill(NULL::uuid, ARRAY[n]),
+                    array_fill(NULL::text, ARRAY[n]), array_fill(false, ARRAY[n]), false) p;
+  UPDATE queen.timers x
+     SET fired_at = clock_timestamp(), payload = '\x'::bytea, seq = r.seq, partition_id = r.pid
+    FROM unnest(r_id, r_seq, r_pid) r(id, seq, pid)
+   WHERE x.id = r.id;
+  RETURN n;
+END
+$$;
+
+-- Fire the timers p_ids that are due: each becomes a real message in its
+-- queue/partition through queen.push, in the same transaction that marks it
+-- fired, so a timer fires exactly once with several brokers firing
+-- (FOR UPDATE SKIP LOCKED) and races with cancels have one winner.
+-- Per requested id: status 'fired' (tenant, queue: wake parked pops),
+-- 'early' (pending, due_at later than the database clock), 'error' (its
+-- push failed, e.g. the queue is full: it stays pending; error says why) or
+-- 'gone' (cancelled, fired already, or being fired by another broker).
+-- Timers of one partition are pushed in (due_at, id) order.
+CREATE FUNCTION queen.timer_fire(p_ids bigint[])
+RETURNS TABLE(id bigint, status text, due_at timestamptz, tenant text, queue text, error text)
+LANGUAGE plpgsql AS $$
+#variable_conflict use_column
+DECLARE
+  v_now    timestamptz := clock_timestamp();
+  v_tenant text;
+  v_t      text[];
+  v_q      text[];
+  v_p      text[];
+  v_ids    bigint[];
+  a_id     bigint[];
+  f_ids    bigint[] := '{}';
+  e_ids    bigint[] := '{}';
+  e_msg    text[] := '{}';
+  i        int;
+BEGIN
+  -- the due candidates (no row locks yet)
+  SELECT array_agg(x.tenant::text), array_agg(x.queue::text), array_agg(x.partition::text)
+    INTO v_t, v_q, v_p
+    FROM unnest(p_ids) u(id) JOIN queen.timers x ON x.id = u.id
+   WHERE x.fired_at IS NULL AND x.due_at <= v_now;
+  IF v_t IS NULL THEN
+    v_t := '{}';
+  END IF;
+
+  -- L0 then L1 for them, per tenant (storage 3: before the timer rows)
+  FOR v_tenant IN SELECT DISTINCT t FROM unnest(v_t) t ORDER BY 1 LOOP
+    PERFORM queen._lock_queues(v_tenant,
+      ARRAY(SELECT c.q FROM unnest(v_t, v_q) c(t, q) WHERE c.t = v_tenant), '{}'::int[]);
+  END LOOP;
+  FOR v_tenant IN SELECT DISTINCT t FROM unnest(v_t) t ORDER BY 1 LOOP
+    PERFORM queen._lock_partitions(v_tenant,
+      ARRAY(SELECT c.q FROM unnest(v_t, v_q, v_p) c(t, q, p) WHERE c.t = v_tenant),
+      ARRAY(SELECT c.p FROM unnest(v_t, v_q, v_p) c(t, q, p) WHERE c.t = v_tenant), NULL);
+  END LOOP;
+
+  -- L3: claim the rows; a row another firer or a cancel holds is skipped
+  SELECT array_agg(c.id) INTO v_ids FROM (
+    SELECT x.id FROM unnest(p_ids) u(id) JOIN queen.timers x ON x.id = u.id
+     WHERE x.fired_at IS NULL AND x.due_at <= v_now
+     ORDER BY x.id FOR UPDATE OF x SKIP LOCKED) c;
+
+  FOR v_tenant IN SELECT DISTINCT x.tenant FROM unnest(v_ids) u(id) JOIN queen.timers x ON x.id = u.id
+                   ORDER BY 1 LOOP
+    SELECT array_agg(x.id ORDER BY x.due_at, x.id) INTO a_id
+      FROM unnest(v_ids) u(id) JOIN queen.timers x ON x.id = u.id
+     WHERE x.tenant = v_tenant;
+    BEGIN
+      PERFORM queen._timer_push(v_tenant, a_id);
+      f_ids := f_ids || a_id;
+    EXCEPTION WHEN others THEN
+      -- one at a time, so one bad timer (a full queue) does not hold back the rest
+      FOR i IN 1..cardinality(a_id) LOOP
+        BEGIN
+          PERFORM queen._timer_push(v_tenant, ARRAY[a_id[i]]);
+          f_ids := f_ids || a_id[i];
+        EXCEPTION WHEN others THEN
+          e_ids := e_ids || a_id[i];
+          e_msg := e_msg || SQLERRM;
+        END;
+      END LOOP;
+    END;
+  END LOOP;
+
+  RETURN QUERY
+  SELECT r.id,
+         CASE WHEN r.id = ANY (f_ids) THEN 'fired'
+              WHEN e.msg IS NOT NULL THEN 'error'
+              WHEN x.id IS NOT NULL AND x.fired_at IS NULL AND x.due_at > v_now THEN 'early'
+              ELSE 'gone' END,
+         x.due_at, x.tenant::text, x.queue::text, e.msg
+    FROM unnest(p_ids) r(id)
+    LEFT JOIN queen.timers x ON x.id = r.id
+    LEFT JOIN unnest(e_ids, e_msg) e(id, msg) ON e.id = r.id;
+END
+$$;
+
+-- Fired-timer records older than p_retention_s, at most p_max per call.
+CREATE FUNCTION queen.timer_sweep(p_max int, p_retention_s int) RETURNS bigint
+LANGUAGE plpgsql AS $$
+DECLARE
+  v_n bigint;
+BEGIN
+  DELETE FROM queen.timers x
+   WHERE x.id IN (SELECT s.id FROM queen.timers s
+                   WHERE s.fired_at IS NOT NULL
+                     AND s.fired_at < now() - make_interval(secs => GREATEST(p_retention_s, 0))
+                   ORDER BY s.fired_at LIMIT GREATEST(p_max, 1)
+                   FOR UPDATE SKIP LOCKED);
+  GET DIAGNOSTICS v_n = ROW_COUNT;
+  RETURN v_n;
+END
+$$;
