@@ -1,4 +1,4 @@
-/*  cmd/queen-verify/pipeline.c - workers, ledger and event loop
+/*  cmd/queen-verify/pipeline.c - workers and event loop
     Stage 0 (producers) pushes per-partition sequence numbers into s0 with
     deterministic transaction ids. Stage c (1 <= c < S, "movers") pops a
     batch from s{c-1} and, in ONE POST /api/v1/transaction, acks it (with
@@ -15,7 +15,7 @@
               loop ends when the checker has seen everything produced, at
               the drain timeout, or on a signal
 */
-#include "verify.h"
+#include "pipeline.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -27,133 +27,6 @@
 #define S_BACKOFF_MAX_MS    2000
 #define S_STALL_MS          60000   //  No 2xx for this long: give up
 #define S_MAX_N             (1LL << 31)
-#define S_LOG_MAX           5       //  Violations described on stderr, per kind
-
-enum { W_PRODUCER, W_MOVER, W_CHECKER };
-enum { OP_NONE, OP_PUSH, OP_POP, OP_TXN, OP_TXN1, OP_ACK1, OP_ACK };
-enum { T_NONE, T_DELIVERED, T_DONE };       //  Ledger states
-enum { TX_OK, TX_DUP, TX_LEASE, TX_ERROR };     //  Transaction refusals
-
-//  One delivered message of the batch a consumer holds.
-typedef struct {
-    int32_t p;                  //  Partition index, -1 when unreadable
-    int64_t n;                  //  Sequence number, -1 when unreadable
-    int64_t seq;                //  The stored message's id as a number
-    bool valid;                 //  As produced: transform it
-    char *txn;                  //  Owned: transactionId to ack with
-    char pid [QN_ID_STR_LEN + 1];
-    char lease [QN_ID_STR_LEN + 1];
-} s_item_t;
-
-//  What one consumer stage saw of one partition, indexed by n.
-typedef struct {
-    int64_t *seq;               //  Owned: message id per n; 0 = never delivered
-    uint8_t *state;             //  Owned: T_*
-    int64_t cap;
-    int64_t max_n;              //  Highest n delivered; -1
-} s_track_t;
-
-typedef struct {
-    vf_run_t *run;              //  Not owned
-    int kind;                   //  W_*
-    int stage;                  //  0 for producers, else the consumer stage
-    vf_http_t http;
-    int op;                     //  OP_* being sent; OP_NONE when idle
-    bool pending;               //  op prepared, waiting to be (re)sent
-    bool done;
-    int attempts;               //  Of the current op
-    int64_t wake_ms;            //  Not before this
-    int64_t backoff_ms;
-    //  Producer
-    int32_t *parts;             //  Owned: partitions p = index (mod producers)
-    int nparts, cursor;
-    int32_t *req_p;             //  Owned: items of the push in flight
-    int64_t *req_n;
-    int req_count;
-    //  Consumers
-    s_item_t *items;            //  Owned
-    int count, cap;
-    int one;                    //  Fallback: the item handled alone
-} s_worker_t;
-
-struct vf_run_s {
-    const vf_opts_t *opts;      //  Not owned
-    char *url;                  //  Owned, no trailing '/'
-    char **queue;               //  Owned: S names
-    char **pop_url;             //  Owned: per consumer stage 1..S
-    char *txn_url, *ack_url, *push_url;
-    int S, K;
-    CURLM *multi;
-    s_worker_t *w;              //  Owned
-    int nw;
-    int64_t *quota;             //  Per partition; -1 = unlimited
-    int64_t *next_n;            //  Next n a producer puts in a request
-    int64_t *produced;          //  Confirmed pushes per partition
-    s_track_t *track;           //  [(c - 1) * K + p] for stages 1..S
-    vf_stage_stats_t *st;       //  [S + 1]
-    int64_t produced_total;
-    int64_t checked;            //  First deliveries at the checker
-    int64_t unconfirmed;        //  After the final scan
-    bool producing;
-    int64_t t0_ms, produce_end_ms, end_ms, last_check_ms, last_ok_ms, last_scan_ms;
-    double tokens;
-    int64_t tokens_ms;
-    bool drained, timed_out, interrupted;
-    char *fatal;                //  Owned
-    qn_json_doc_t doc;
-    char *pad;                  //  Owned: payload_bytes of 'x'
-    int logged [8];
-};
-
-int64_t
-vf_now_ms (void)
-{
-    struct timespec ts;
-    clock_gettime (CLOCK_MONOTONIC, &ts);
-    return (int64_t) ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
-uint64_t
-vf_rand (uint64_t *state)
-{
-    uint64_t x = *state;
-    x ^= x >> 12;
-    x ^= x << 25;
-    x ^= x >> 27;
-    *state = x;
-    return x * 0x2545F4914F6CDD1DULL;
-}
-
-static char *
-s_printf (const char *fmt, ...) __attribute__ ((format (printf, 1, 2)));
-static char *
-s_printf (const char *fmt, ...)
-{
-    qn_buf_t b = QN_BUF_INIT;
-    va_list ap;
-    va_start (ap, fmt);
-    qn_buf_vprintf (&b, fmt, ap);
-    va_end (ap);
-    return qn_buf_detach (&b, NULL);
-}
-
-//  Describes a violation on stderr, the first few of each kind only.
-static void
-s_log (vf_run_t *self, int kind, const char *fmt, ...) __attribute__ ((format (printf, 3, 4)));
-static void
-s_log (vf_run_t *self, int kind, const char *fmt, ...)
-{
-    if (self->logged [kind]++ >= S_LOG_MAX)
-        return;
-    va_list ap;
-    va_start (ap, fmt);
-    fprintf (stderr, "\nqueen-verify: ");
-    vfprintf (stderr, fmt, ap);
-    fprintf (stderr, "\n");
-    va_end (ap);
-}
-
-enum { L_ORDER, L_DUP, L_CORRUPT, L_ERROR };
 
 static void
 s_fatal (vf_run_t *self, const char *what, const vf_http_t *h)
@@ -162,7 +35,7 @@ s_fatal (vf_run_t *self, const char *what, const vf_http_t *h)
         return;
     char why [400];
     vf_http_describe (h, why, sizeof why);
-    self->fatal = s_printf ("%s: %s", what, why);
+    self->fatal = vf_printf ("%s: %s", what, why);
 }
 
 //  Transaction ids: stage 0 "v-<prefix>-p<p>-n<n>", stage c
@@ -201,94 +74,10 @@ s_push_item (vf_run_t *self, qn_jw_t *w, int stage, int32_t p, int64_t n)
     qn_jw_obj_end (w);
 }
 
-//  ------------------------------------------------------------------ ledger
-
-static s_track_t *
-s_track (vf_run_t *self, int stage, int32_t p)
-{
-    return &self->track [(size_t) (stage - 1) * (size_t) self->K + (size_t) p];
-}
-
-static void
-s_track_grow (s_track_t *t, int64_t n)
-{
-    if (n < t->cap)
-        return;
-    int64_t cap = t->cap ? t->cap : 16;
-    while (cap <= n)
-        cap *= 2;
-    t->seq = qn_realloc (t->seq, (size_t) cap * sizeof *t->seq);
-    t->state = qn_realloc (t->state, (size_t) cap);
-    memset (t->seq + t->cap, 0, (size_t) (cap - t->cap) * sizeof *t->seq);
-    memset (t->state + t->cap, 0, (size_t) (cap - t->cap));
-    t->cap = cap;
-}
-
-//  Records a delivery of `it` at `stage`: first delivery (in order or
-//  not), explained redelivery (its ack was never confirmed), or an
-//  unexplained duplicate (a second stored copy, or a message whose ack
-//  was confirmed delivered again).
-static void
-s_deliver (vf_run_t *self, int stage, const s_item_t *it, int64_t now)
-{
-    vf_stage_stats_t *st = &self->st [stage];
-    if (it->p < 0 || it->n < 0)
-        return;
-    s_track_t *t = s_track (self, stage, it->p);
-    s_track_grow (t, it->n);
-    if (t->seq [it->n] == 0) {
-        if (it->n < t->max_n) {
-            st->order++;
-            s_log (self, L_ORDER, "order violation at stage %d: partition p%d delivered n=%lld "
-                   "after n=%lld", stage, it->p, (long long) it->n, (long long) t->max_n);
-        }
-        t->seq [it->n] = it->seq;
-        t->state [it->n] = T_DELIVERED;
-        if (it->n > t->max_n)
-            t->max_n = it->n;
-        st->messages++;
-        if (!st->first_ms)
-            st->first_ms = now;
-        st->last_ms = now;
-        if (stage == self->S) {
-            self->checked++;
-            self->last_check_ms = now;
-        }
-    }
-    else
-    if (t->seq [it->n] != it->seq) {
-        st->duplicates++;
-        s_log (self, L_DUP, "duplicate at stage %d: partition p%d n=%lld stored twice "
-               "(message ids %lld and %lld)", stage, it->p, (long long) it->n,
-               (long long) t->seq [it->n], (long long) it->seq);
-    }
-    else
-    if (t->state [it->n] == T_DONE) {
-        st->duplicates++;
-        s_log (self, L_DUP, "duplicate at stage %d: partition p%d n=%lld delivered again "
-               "after its ack was confirmed", stage, it->p, (long long) it->n);
-    }
-    else
-        st->redelivered++;
-}
-
-//  The ack of `it` at `stage` was confirmed by the broker.
-static void
-s_confirm (vf_run_t *self, int stage, const s_item_t *it)
-{
-    if (it->p < 0 || it->n < 0)
-        return;
-    s_track_t *t = s_track (self, stage, it->p);
-    if (it->n < t->cap && t->seq [it->n] == it->seq && t->state [it->n] == T_DELIVERED) {
-        t->state [it->n] = T_DONE;
-        self->st [stage].processed++;
-    }
-}
-
 //  ----------------------------------------------------------------- workers
 
 static void
-s_items_clear (s_worker_t *w)
+s_items_clear (vf_worker_t *w)
 {
     for (int i = 0; i < w->count; i++)
         free (w->items [i].txn);
@@ -298,7 +87,7 @@ s_items_clear (s_worker_t *w)
 //  Starts a new operation: a retry keeps the op, a new op forgets whether
 //  an earlier attempt may have been applied.
 static void
-s_begin (s_worker_t *w, int op)
+s_begin (vf_worker_t *w, int op)
 {
     w->op = op;
     w->pending = true;
@@ -308,7 +97,7 @@ s_begin (s_worker_t *w, int op)
 }
 
 static void
-s_idle (s_worker_t *w)
+s_idle (vf_worker_t *w)
 {
     w->op = OP_NONE;
     w->pending = false;
@@ -318,7 +107,7 @@ s_idle (s_worker_t *w)
 //  number of items, 0 when waiting for rate tokens, -1 when nothing is
 //  left to push.
 static int
-s_produce_next (s_worker_t *w)
+s_produce_next (vf_worker_t *w)
 {
     vf_run_t *run = w->run;
     int limit = run->opts->batch;
@@ -363,7 +152,7 @@ s_produce_next (s_worker_t *w)
 }
 
 static void
-s_on_push (s_worker_t *w, int64_t now)
+s_on_push (vf_worker_t *w, int64_t now)
 {
     vf_run_t *run = w->run;
     vf_stage_stats_t *st = &run->st [0];
@@ -392,7 +181,7 @@ s_on_push (s_worker_t *w, int64_t now)
             else {
                 //  First attempt: the queue held this id before the run
                 st->duplicates++;
-                s_log (run, L_DUP, "push of p%d n=%lld answered duplicate on its first attempt "
+                vf_log (run, L_DUP, "push of p%d n=%lld answered duplicate on its first attempt "
                        "(queue prefix used before?)", w->req_p [i], (long long) w->req_n [i]);
             }
         }
@@ -414,7 +203,7 @@ s_on_push (s_worker_t *w, int64_t now)
 //  Reads one popped message into an item and checks it against what
 //  stage - 1 produced.
 static void
-s_read_item (vf_run_t *run, int stage, int m, int top_lease, s_item_t *it)
+s_read_item (vf_run_t *run, int stage, int m, int top_lease, vf_item_t *it)
 {
     qn_json_doc_t *doc = &run->doc;
     qn_buf_t tmp = QN_BUF_INIT;
@@ -474,7 +263,7 @@ s_read_item (vf_run_t *run, int stage, int m, int top_lease, s_item_t *it)
              && it->pid [0];
     if (!it->valid) {
         run->st [stage].corrupt++;
-        s_log (run, L_CORRUPT, "unexpected message at stage %d: partition %s, transactionId %s, "
+        vf_log (run, L_CORRUPT, "unexpected message at stage %d: partition %s, transactionId %s, "
                "payload p=%lld n=%lld s=%lld", stage, tmp.data ? tmp.data : "?", it->txn,
                (long long) dp, (long long) dn, (long long) ds);
     }
@@ -482,7 +271,7 @@ s_read_item (vf_run_t *run, int stage, int m, int top_lease, s_item_t *it)
 }
 
 static void
-s_ack_op (qn_jw_t *jw, const s_item_t *it, bool txn_op)
+s_ack_op (qn_jw_t *jw, const vf_item_t *it, bool txn_op)
 {
     qn_jw_obj (jw);
     if (txn_op)
@@ -498,7 +287,7 @@ s_ack_op (qn_jw_t *jw, const s_item_t *it, bool txn_op)
 //  Transaction body for items [from, to): their acks, then one push of
 //  the valid ones into the stage's output queue.
 static void
-s_build_txn (s_worker_t *w, int from, int to)
+s_build_txn (vf_worker_t *w, int from, int to)
 {
     qn_buf_t *b = &w->http.body;
     qn_buf_reset (b);
@@ -528,7 +317,7 @@ s_build_txn (s_worker_t *w, int from, int to)
 }
 
 static void
-s_build_acks (s_worker_t *w, int from, int to)
+s_build_acks (vf_worker_t *w, int from, int to)
 {
     qn_buf_t *b = &w->http.body;
     qn_buf_reset (b);
@@ -544,7 +333,7 @@ s_build_acks (s_worker_t *w, int from, int to)
 }
 
 static void
-s_on_pop (s_worker_t *w, int64_t now)
+s_on_pop (vf_worker_t *w, int64_t now)
 {
     vf_run_t *run = w->run;
     vf_stage_stats_t *st = &run->st [w->stage];
@@ -576,7 +365,7 @@ s_on_pop (s_worker_t *w, int64_t now)
         s_read_item (run, w->stage, qn_json_child (doc, msgs, (uint32_t) i), top_lease,
                      &w->items [i]);
         w->count++;
-        s_deliver (run, w->stage, &w->items [i], now);
+        vf_ledger_deliver (run, w->stage, &w->items [i], now);
     }
     if (w->kind == W_CHECKER) {
         s_build_acks (w, 0, w->count);
@@ -590,7 +379,7 @@ s_on_pop (s_worker_t *w, int64_t now)
 
 //  Outcome of a transaction answer (200 in both outcomes).
 static int
-s_txn_result (s_worker_t *w, char *why, size_t len)
+s_txn_result (vf_worker_t *w, char *why, size_t len)
 {
     qn_json_doc_t *doc = &w->run->doc;
     bool ok = false;
@@ -616,7 +405,7 @@ s_txn_result (s_worker_t *w, char *why, size_t len)
 //  A refusal that ends the batch: the messages come back after the lease
 //  ends, which the ledger then counts as redeliveries.
 static void
-s_refused (s_worker_t *w, int kind, const char *why, int64_t now)
+s_refused (vf_worker_t *w, int kind, const char *why, int64_t now)
 {
     vf_stage_stats_t *st = &w->run->st [w->stage];
     if (kind == TX_LEASE) {
@@ -626,7 +415,7 @@ s_refused (s_worker_t *w, int kind, const char *why, int64_t now)
     }
     else {
         st->errors++;
-        s_log (w->run, L_ERROR, "stage %d: request refused: %s", w->stage, why);
+        vf_log (w->run, L_ERROR, "stage %d: request refused: %s", w->stage, why);
         w->wake_ms = now + 100;
     }
     s_idle (w);
@@ -635,7 +424,7 @@ s_refused (s_worker_t *w, int kind, const char *why, int64_t now)
 //  Fallback after a transaction was refused because an output existed:
 //  each message alone, ack + push, or ack only when its output exists.
 static void
-s_fallback_next (s_worker_t *w)
+s_fallback_next (vf_worker_t *w)
 {
     while (w->one < w->count) {
         if (w->items [w->one].valid) {
@@ -652,7 +441,7 @@ s_fallback_next (s_worker_t *w)
 }
 
 static void
-s_on_txn (s_worker_t *w, int64_t now)
+s_on_txn (vf_worker_t *w, int64_t now)
 {
     vf_run_t *run = w->run;
     char why [300];
@@ -661,7 +450,7 @@ s_on_txn (s_worker_t *w, int64_t now)
         int from = w->op == OP_TXN ? 0 : w->one;
         int to = w->op == OP_TXN ? w->count : w->one + 1;
         for (int i = from; i < to; i++)
-            s_confirm (run, w->stage, &w->items [i]);
+            vf_ledger_confirm (run, w->stage, &w->items [i]);
         if (w->op == OP_TXN)
             s_idle (w);
         else {
@@ -687,7 +476,7 @@ s_on_txn (s_worker_t *w, int64_t now)
 }
 
 static void
-s_on_ack (s_worker_t *w, int64_t now)
+s_on_ack (vf_worker_t *w, int64_t now)
 {
     vf_run_t *run = w->run;
     qn_json_doc_t *doc = &run->doc;
@@ -704,7 +493,7 @@ s_on_ack (s_worker_t *w, int64_t now)
         int res = qn_json_child (doc, 0, (uint32_t) (i - from));
         qn_json_bool (doc, qn_json_get (doc, res, "success"), &ok);
         if (ok)
-            s_confirm (run, w->stage, &w->items [i]);
+            vf_ledger_confirm (run, w->stage, &w->items [i]);
         all = all && ok;
     }
     if (w->op == OP_ACK) {
@@ -725,7 +514,7 @@ s_on_ack (s_worker_t *w, int64_t now)
 
 //  Sends the worker's next request, if it has one now.
 static void
-s_step (s_worker_t *w)
+s_step (vf_worker_t *w)
 {
     vf_run_t *run = w->run;
     if (!w->pending) {
@@ -766,7 +555,7 @@ s_step (s_worker_t *w)
 
 //  A transfer finished: retry, stop the run, or hand the answer over.
 static void
-s_done (s_worker_t *w, int64_t now)
+s_done (vf_worker_t *w, int64_t now)
 {
     vf_run_t *run = w->run;
     vf_http_outcome_t out = vf_http_outcome (&w->http);
@@ -800,230 +589,6 @@ s_done (s_worker_t *w, int64_t now)
 }
 
 //  ------------------------------------------------------------------- run
-
-vf_run_t *
-vf_run_new (const vf_opts_t *opts, const char *url)
-{
-    vf_run_t *self = qn_zalloc (sizeof *self);
-    self->opts = opts;
-    self->S = opts->stages;
-    self->K = opts->partitions;
-    self->url = qn_strdup (url);
-    size_t ul = strlen (self->url);
-    while (ul > 0 && self->url [ul - 1] == '/')
-        self->url [--ul] = 0;
-    self->push_url = s_printf ("%s/api/v1/push", self->url);
-    self->txn_url = s_printf ("%s/api/v1/transaction", self->url);
-    self->ack_url = s_printf ("%s/api/v1/ack/batch", self->url);
-    self->queue = qn_zalloc ((size_t) self->S * sizeof *self->queue);
-    self->pop_url = qn_zalloc ((size_t) (self->S + 1) * sizeof *self->pop_url);
-    for (int s = 0; s < self->S; s++) {
-        self->queue [s] = s_printf ("%s-s%d", opts->prefix, s);
-        self->pop_url [s + 1] = s_printf ("%s/api/v1/pop/queue/%s?batch=%d&wait=true&timeout=%d"
-                                          "&partitions=%d", self->url, self->queue [s], opts->batch,
-                                          opts->pop_timeout_ms, opts->pop_partitions);
-    }
-    int K = self->K;
-    self->quota = qn_zalloc ((size_t) K * sizeof *self->quota);
-    self->next_n = qn_zalloc ((size_t) K * sizeof *self->next_n);
-    self->produced = qn_zalloc ((size_t) K * sizeof *self->produced);
-    for (int p = 0; p < K; p++)
-        self->quota [p] = opts->messages > 0 ? opts->messages / K + (p < opts->messages % K) : -1;
-    self->track = qn_zalloc ((size_t) self->S * (size_t) K * sizeof *self->track);
-    int64_t per = opts->messages > 0 ? opts->messages / K + 1 : 16;
-    for (size_t i = 0; i < (size_t) self->S * (size_t) K; i++) {
-        self->track [i].max_n = -1;
-        s_track_grow (&self->track [i], per - 1);
-    }
-    self->st = qn_zalloc ((size_t) (self->S + 1) * sizeof *self->st);
-    self->pad = qn_malloc ((size_t) opts->payload_bytes + 1);
-    memset (self->pad, 'x', (size_t) opts->payload_bytes);
-    self->pad [opts->payload_bytes] = 0;
-    qn_json_doc_init (&self->doc);
-    self->multi = curl_multi_init ();
-    //  Workers: producers, then consumers of stages 1..S
-    self->nw = opts->producers + self->S * opts->consumers;
-    self->w = qn_zalloc ((size_t) self->nw * sizeof *self->w);
-    for (int i = 0; i < self->nw; i++) {
-        s_worker_t *w = &self->w [i];
-        w->run = self;
-        vf_http_init (&w->http, opts->token, w);
-        if (i < opts->producers) {
-            w->kind = W_PRODUCER;
-            w->parts = qn_malloc ((size_t) (K / opts->producers + 1) * sizeof *w->parts);
-            for (int p = i; p < K; p += opts->producers)
-                w->parts [w->nparts++] = p;
-            w->req_p = qn_malloc ((size_t) opts->batch * sizeof *w->req_p);
-            w->req_n = qn_malloc ((size_t) opts->batch * sizeof *w->req_n);
-            w->done = w->nparts == 0;
-        }
-        else {
-            w->stage = 1 + (i - opts->producers) / opts->consumers;
-            w->kind = w->stage == self->S ? W_CHECKER : W_MOVER;
-        }
-    }
-    return self;
-}
-
-void
-vf_run_destroy (vf_run_t **self_p)
-{
-    vf_run_t *self = *self_p;
-    if (!self)
-        return;
-    for (int i = 0; i < self->nw; i++) {
-        s_worker_t *w = &self->w [i];
-        if (w->http.busy)
-            curl_multi_remove_handle (self->multi, w->http.easy);
-        vf_http_free (&w->http);
-        s_items_clear (w);
-        free (w->items);
-        free (w->parts);
-        free (w->req_p);
-        free (w->req_n);
-    }
-    free (self->w);
-    curl_multi_cleanup (self->multi);
-    for (int s = 0; s < self->S; s++) {
-        free (self->queue [s]);
-        free (self->pop_url [s + 1]);
-    }
-    free (self->queue);
-    free (self->pop_url);
-    for (size_t i = 0; i < (size_t) self->S * (size_t) self->K; i++) {
-        free (self->track [i].seq);
-        free (self->track [i].state);
-    }
-    free (self->track);
-    free (self->quota);
-    free (self->next_n);
-    free (self->produced);
-    free (self->st);
-    free (self->pad);
-    free (self->fatal);
-    free (self->url);
-    free (self->push_url);
-    free (self->txn_url);
-    free (self->ack_url);
-    qn_json_doc_free (&self->doc);
-    free (self);
-    *self_p = NULL;
-}
-
-//  Synchronous request with retries until the deadline; 0 on a 2xx.
-static int
-s_sync (vf_run_t *self, vf_http_t *h, const char *method, const char *url, int64_t deadline)
-{
-    for (int64_t delay = 100; ; delay = delay < 1000 ? delay * 2 : 1000) {
-        vf_http_prepare (h, method, url, 30000);
-        vf_http_perform (h);
-        vf_http_outcome_t out = vf_http_outcome (h);
-        if (out == VF_HTTP_OK)
-            return 0;
-        if (out == VF_HTTP_FATAL || vf_now_ms () + delay > deadline)
-            return -1;
-        usleep ((useconds_t) delay * 1000);
-    }
-    (void) self;
-}
-
-int
-vf_run_setup (vf_run_t *self, int64_t wait_ms)
-{
-    vf_http_t h;
-    vf_http_init (&h, self->opts->token, NULL);
-    int64_t deadline = vf_now_ms () + wait_ms;
-    char why [400];
-    char *url = s_printf ("%s/health", self->url);
-    int rc = s_sync (self, &h, "GET", url, deadline);
-    free (url);
-    if (rc < 0) {
-        vf_http_describe (&h, why, sizeof why);
-        fprintf (stderr, "queen-verify: broker at %s not healthy: %s\n", self->url, why);
-        vf_http_free (&h);
-        return -1;
-    }
-    url = s_printf ("%s/api/v1/configure", self->url);
-    for (int s = 0; s < self->S && rc == 0; s++) {
-        qn_buf_reset (&h.body);
-        qn_buf_printf (&h.body, "{\"queue\":\"%s\",\"options\":{\"leaseTime\":%d,"
-                       "\"retryLimit\":3,\"retryDelay\":0}}", self->queue [s], self->opts->lease_s);
-        rc = s_sync (self, &h, "POST", url, vf_now_ms () + wait_ms);
-        if (rc < 0) {
-            vf_http_describe (&h, why, sizeof why);
-            fprintf (stderr, "queen-verify: configure %s failed: %s\n", self->queue [s], why);
-        }
-    }
-    free (url);
-    vf_http_free (&h);
-    return rc;
-}
-
-void
-vf_run_cleanup (vf_run_t *self)
-{
-    vf_http_t h;
-    vf_http_init (&h, self->opts->token, NULL);
-    for (int s = 0; s < self->S; s++) {
-        char *url = s_printf ("%s/api/v1/resources/queues/%s", self->url, self->queue [s]);
-        if (s_sync (self, &h, "DELETE", url, vf_now_ms () + 60000) < 0) {
-            char why [400];
-            vf_http_describe (&h, why, sizeof why);
-            fprintf (stderr, "queen-verify: could not delete %s: %s\n", self->queue [s], why);
-        }
-        free (url);
-    }
-    vf_http_free (&h);
-}
-
-//  True when the checker has seen every message produced so far (a scan,
-//  so at most once a second). Counts those whose ack is unconfirmed.
-static bool
-s_all_checked (vf_run_t *self, int64_t now, bool force)
-{
-    if (self->checked < self->produced_total)
-        return false;
-    if (!force && now - self->last_scan_ms < 200)
-        return false;
-    self->last_scan_ms = now;
-    int64_t unconfirmed = 0;
-    for (int32_t p = 0; p < self->K; p++) {
-        s_track_t *t = s_track (self, self->S, p);
-        for (int64_t n = 0; n < self->produced [p]; n++) {
-            if (n >= t->cap || t->seq [n] == 0)
-                return false;
-            unconfirmed += t->state [n] != T_DONE;
-        }
-    }
-    self->unconfirmed = unconfirmed;
-    return true;
-}
-
-//  After the run: per stage, produced messages never delivered there, and
-//  deliveries of messages the producer never pushed.
-static void
-s_final_scan (vf_run_t *self)
-{
-    self->unconfirmed = 0;
-    for (int c = 1; c <= self->S; c++) {
-        vf_stage_stats_t *st = &self->st [c];
-        for (int32_t p = 0; p < self->K; p++) {
-            s_track_t *t = s_track (self, c, p);
-            for (int64_t n = 0; n < t->cap || n < self->produced [p]; n++) {
-                bool seen = n < t->cap && t->seq [n] != 0;
-                if (n < self->produced [p] && !seen)
-                    st->missing++;
-                if (n >= self->produced [p] && seen) {
-                    st->corrupt++;
-                    s_log (self, L_CORRUPT, "stage %d delivered p%d n=%lld, which was never "
-                           "pushed", c, p, (long long) n);
-                }
-                if (c == self->S && n < self->produced [p] && seen && t->state [n] != T_DONE)
-                    self->unconfirmed++;
-            }
-        }
-    }
-}
 
 static void
 s_refill (vf_run_t *self, int64_t now)
@@ -1075,7 +640,7 @@ vf_run_loop (vf_run_t *self, vf_broker_t *broker, volatile int *stop)
         bool producers_done = true;
         int64_t wake = now + 200;
         for (int i = 0; i < self->nw; i++) {
-            s_worker_t *w = &self->w [i];
+            vf_worker_t *w = &self->w [i];
             if (!w->done && !w->http.busy && w->wake_ms <= now)
                 s_step (w);
             if (w->kind == W_PRODUCER && !w->done)
@@ -1088,7 +653,7 @@ vf_run_loop (vf_run_t *self, vf_broker_t *broker, volatile int *stop)
             self->producing = false;
         }
         if (self->produce_end_ms) {
-            if (s_all_checked (self, now, false)
+            if (vf_ledger_all_checked (self, now, false)
             &&  (self->unconfirmed == 0 || now - self->last_check_ms >= settle_ms)) {
                 self->drained = true;
                 break;
@@ -1099,7 +664,7 @@ vf_run_loop (vf_run_t *self, vf_broker_t *broker, volatile int *stop)
             }
         }
         if (now - self->last_ok_ms > S_STALL_MS && !self->fatal)
-            self->fatal = s_printf ("no answer from the broker for %d s", S_STALL_MS / 1000);
+            self->fatal = vf_printf ("no answer from the broker for %d s", S_STALL_MS / 1000);
         int running;
         curl_multi_perform (self->multi, &running);
         CURLMsg *msg;
@@ -1107,7 +672,7 @@ vf_run_loop (vf_run_t *self, vf_broker_t *broker, volatile int *stop)
         while ((msg = curl_multi_info_read (self->multi, &left))) {
             if (msg->msg != CURLMSG_DONE)
                 continue;
-            s_worker_t *w = NULL;
+            vf_worker_t *w = NULL;
             curl_easy_getinfo (msg->easy_handle, CURLINFO_PRIVATE, (char **) &w);
             CURLcode cc = msg->data.result;
             vf_http_finish (&w->http, self->multi, cc);
@@ -1132,26 +697,7 @@ vf_run_loop (vf_run_t *self, vf_broker_t *broker, volatile int *stop)
             curl_multi_remove_handle (self->multi, self->w [i].http.easy);
             self->w [i].http.busy = false;
         }
-    s_final_scan (self);
+    vf_ledger_final_scan (self);
     return self->fatal ? -1 : 0;
 }
 
-void
-vf_run_result (vf_run_t *self, vf_result_t *out)
-{
-    memset (out, 0, sizeof *out);
-    out->stages = self->S;
-    out->st = self->st;
-    out->queue = self->queue;
-    out->produced = self->produced_total;
-    out->checked = self->checked;
-    out->unconfirmed = self->unconfirmed;
-    out->t0_ms = self->t0_ms;
-    out->produce_end_ms = self->produce_end_ms;
-    out->end_ms = self->end_ms ? self->end_ms : vf_now_ms ();
-    out->last_check_ms = self->last_check_ms;
-    out->drained = self->drained;
-    out->timed_out = self->timed_out;
-    out->interrupted = self->interrupted;
-    out->fatal = self->fatal;
-}

@@ -4,10 +4,13 @@
     reordered (docs/verify.md). Files:
         main.c      flags, signals, the run's phases, exit code
         http.c      one keep-alive libcurl easy handle per worker
-        pipeline.c  the workers (producer, movers, checker), the ledger
-                    and the event loop (curl multi, one thread)
+        run.c       setup (health, configure), teardown, results
+        pipeline.c  the workers (producer, movers, checker) and the
+                    event loop (curl multi, one thread)
+        ledger.c    what each stage saw: duplicates, order, gaps
         report.c    per-stage table, explanations, the summary line
         broker.c    a broker child process for --broker-bin / --chaos
+    pipeline.h holds the run's private state shared by the last three.
 */
 #ifndef QN_VERIFY_H
 #define QN_VERIFY_H
@@ -132,7 +135,7 @@ int
 int
     vf_broker_final_status (const vf_broker_t *self);
 
-//  ------------------------------------------------------------ pipeline.c
+//  ------------------------------------------------- run.c, pipeline.c
 //  Counters of one stage. Stage 0 is the producer; stages 1..S-1 move
 //  s{c-1} to s{c}; stage S is the checker reading s{S-1}.
 typedef struct {
