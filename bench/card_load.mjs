@@ -18,9 +18,9 @@
 //    --max-seconds 3000    give up (exit 1) after this long
 //
 //  Phases: create the hot partitions; at each checkpoint (growth paused,
-//  everything pushed so far consumed) run the checkpoint command, then a
-//  measurement window: producers and consumers closed-loop on the hot
-//  partitions for --window seconds; then grow to the next checkpoint with
+//  everything pushed so far consumed) a measurement window: producers and
+//  consumers closed-loop on the hot partitions for --window seconds, then
+//  (drained again) the checkpoint command; then grow to the next one with
 //  the steady load running (producers paced at --steady-rate, consumers
 //  popping whatever is ready: hot and new partitions alike).
 //
@@ -281,6 +281,19 @@ async function main () {
     const done = Promise.all(workers);
     done.catch(() => {});
 
+    //  A fresh broker spools pushes until the spool's first report: wait
+    //  until they go straight to PostgreSQL
+    const warm = new http.Agent(agentOpts);
+    for (let i = 0; ; i++) {
+        const r = await request(warm, 'POST', '/api/v1/push', { items: [{ queue: `${queue}-warm-up`, payload: 0 }] });
+        if (r.status === 201 && r.body[0].status === 'queued')
+            break;
+        if (i > 200)
+            throw new Error(`pushes are not stored directly: ${r.status} ${JSON.stringify(r.body)}`);
+        await sleep(100);
+    }
+    warm.destroy();
+
     //  Hot partitions first: the queue starts from nothing
     mode = 'idle';
     await createPartitions('h', 0, hot, 0);
@@ -297,11 +310,10 @@ async function main () {
             grown += need;
             console.log(JSON.stringify(g));
         }
-        //  Pause, let the consumers catch up, then the checkpoint command
+        //  Pause, let the consumers catch up, then the measurement window:
+        //  closed loop on the hot partitions
         mode = 'idle';
         await drain();
-        checkpoint(counts.partitions);
-        //  Measurement window: closed loop on the hot partitions
         stats = newStats();
         mode = 'closed';
         await sleep(windowSeconds * 1000);
@@ -311,6 +323,8 @@ async function main () {
         await drain();
         if (counts.errors)
             throw new Error(`errors: ${counts.lastError}`);
+        //  Drained and quiet: the checkpoint command
+        checkpoint(counts.partitions);
     }
     mode = 'stop';
     await done;

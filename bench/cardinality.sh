@@ -9,11 +9,12 @@
 #     (500 per request, 2 connections, paced at QN_CARD_RATE/s), while the
 #     steady load runs at QN_CARD_STEADY msg/s and the consumers drain the
 #     new partitions too (their messages are work like any other);
-#   * at 1k, 100k and 1M partitions growth pauses, the consumers catch up,
-#     the storage is measured and the hot SQL calls are run once under
+#   * at 1k, 100k and 1M partitions growth pauses and the consumers catch
+#     up; then a measurement window: producers and consumers closed-loop on
+#     the hot partitions for QN_CARD_WINDOW seconds; then, drained again,
+#     the storage is measured and each hot SQL call is run under
 #     auto_explain (buffers touched: the "does it scan idle partitions"
-#     check), then a measurement window: producers and consumers
-#     closed-loop on the hot partitions for QN_CARD_WINDOW seconds.
+#     check).
 # Reports push and pop msg/s, pop/push/ack latency p50/p99 per checkpoint,
 # the ratios 1M/1k against the goal (throughput and p99 within 30%), the
 # growth rate reached, and PostgreSQL bytes per partition.
@@ -84,21 +85,34 @@ done
 # storage sizes, then each hot call once under auto_explain. A probe's
 # figure is the buffers (shared hit + read) of its top plan node, which
 # include every statement the function ran.
-cat > "$T/probe.sql" <<EOF
+#  One round of probes tagged $1 (new partitions named probe<N>_$2_<i>);
+#  the first rounds warm the session (plans, catalog caches).
+probe_round () {
+    cat <<EOF
+SELECT /* ${1}push_existing */ count(*) FROM queen.push ('', array_fill ('$Q'::text, ARRAY[100]), ARRAY (SELECT 'h' || (g % 10) FROM generate_series (1, 100) g), array_fill (NULL::text, ARRAY[100]), array_fill (convert_to ('{"probe":true}', 'UTF8'), ARRAY[100]), array_fill (NULL::uuid, ARRAY[100]), array_fill (NULL::text, ARRAY[100]), array_fill (false, ARRAY[100]), false);
+SELECT /* ${1}pop */ coalesce (array_agg (partition_id), '{}') AS pids, coalesce (array_agg (seq), '{}') AS seqs, count (seq) AS n FROM queen.pop ('', '$Q', NULL, NULL, NULL, NULL, 100, 10, gen_random_uuid (), false) WHERE seq IS NOT NULL \gset
+SELECT /* ${1}ack */ count(*) FROM queen.ack ('', array_fill ('__QUEUE_MODE__'::text, ARRAY[:n]), :'pids'::bigint[], array_fill (NULL::text, ARRAY[:n]), :'seqs'::bigint[], array_fill ('completed'::text, ARRAY[:n]), array_fill (NULL::uuid, ARRAY[:n]), array_fill (NULL::text, ARRAY[:n]));
+SELECT /* ${1}pop_empty */ count(*) FROM queen.pop ('', '$Q', NULL, NULL, NULL, NULL, 100, 10, gen_random_uuid (), false);
+SELECT /* ${1}push_new */ count(*) FROM queen.push ('', array_fill ('$Q'::text, ARRAY[100]), ARRAY (SELECT 'probe' || current_setting ('qn.n') || '_$2_' || g FROM generate_series (1, 100) g), array_fill (NULL::text, ARRAY[100]), array_fill (convert_to ('{"probe":true}', 'UTF8'), ARRAY[100]), array_fill (NULL::uuid, ARRAY[100]), array_fill (NULL::text, ARRAY[100]), array_fill (false, ARRAY[100]), false);
+SELECT /* ${1}pop_new */ coalesce (array_agg (partition_id), '{}') AS pids, coalesce (array_agg (seq), '{}') AS seqs, count (seq) AS n FROM queen.pop ('', '$Q', NULL, NULL, NULL, NULL, 100, 100, gen_random_uuid (), false) WHERE seq IS NOT NULL \\gset
+SELECT /* ${1}ack_new */ count(*) FROM queen.ack ('', array_fill ('__QUEUE_MODE__'::text, ARRAY[:n]), :'pids'::bigint[], array_fill (NULL::text, ARRAY[:n]), :'seqs'::bigint[], array_fill ('completed'::text, ARRAY[:n]), array_fill (NULL::uuid, ARRAY[:n]), array_fill (NULL::text, ARRAY[:n]));
+EOF
+}
+{
+    cat <<EOF
+VACUUM queen.ready;
 LOAD 'auto_explain';
 SET auto_explain.log_min_duration = 0;
 SET auto_explain.log_analyze = on;
 SET auto_explain.log_buffers = on;
 SET auto_explain.log_timing = off;
 SET auto_explain.log_nested_statements = on;
-SET client_min_messages = log;
-SELECT /* probe:push_existing */ count(*) FROM queen.push ('', array_fill ('$Q'::text, ARRAY[100]), ARRAY (SELECT 'h' || (g % 10) FROM generate_series (1, 100) g), array_fill (NULL::text, ARRAY[100]), array_fill (convert_to ('{"probe":true}', 'UTF8'), ARRAY[100]), array_fill (NULL::uuid, ARRAY[100]), array_fill (NULL::text, ARRAY[100]), array_fill (false, ARRAY[100]), false);
-SELECT /* probe:pop */ coalesce (array_agg (partition_id), '{}') AS pids, coalesce (array_agg (seq), '{}') AS seqs, count (seq) AS n FROM queen.pop ('', '$Q', NULL, NULL, NULL, NULL, 100, 10, gen_random_uuid (), false) WHERE seq IS NOT NULL \gset
-SELECT /* probe:ack */ count(*) FROM queen.ack ('', array_fill ('__QUEUE_MODE__'::text, ARRAY[:n]), :'pids'::bigint[], array_fill (NULL::text, ARRAY[:n]), :'seqs'::bigint[], array_fill ('completed'::text, ARRAY[:n]), array_fill (NULL::uuid, ARRAY[:n]), array_fill (NULL::text, ARRAY[:n]));
-SELECT /* probe:pop_empty */ count(*) FROM queen.pop ('', '$Q', NULL, NULL, NULL, NULL, 100, 10, gen_random_uuid (), false);
-SELECT /* probe:push_new */ count(*) FROM queen.push ('', array_fill ('$Q'::text, ARRAY[100]), ARRAY (SELECT 'probe' || current_setting ('qn.n') || '_' || g FROM generate_series (1, 100) g), array_fill (NULL::text, ARRAY[100]), array_fill (convert_to ('{"probe":true}', 'UTF8'), ARRAY[100]), array_fill (NULL::uuid, ARRAY[100]), array_fill (NULL::text, ARRAY[100]), array_fill (false, ARRAY[100]), false);
-SELECT /* probe:pop_new */ count(*) FROM queen.pop ('', '$Q', NULL, NULL, NULL, NULL, 100, 100, gen_random_uuid (), true);
 EOF
+    probe_round warm0: 0
+    probe_round warm1: 1
+    echo "SET client_min_messages = log;"
+    probe_round probe: 2
+} > "$T/probe.sql"
 cat > "$T/sizes.sql" <<EOF
 SELECT (SELECT count(*) FROM queen.partitions p JOIN queen.queues q ON q.id = p.queue_id AND q.name = '$Q'),
        (SELECT count(*) FROM queen.ready), (SELECT count(*) FROM queen.cursors),
@@ -185,15 +199,15 @@ report () {
         done
         echo
         echo "storage and buffers touched by one call of each hot function (auto_explain, at the checkpoint):"
-        printf "%-11s %9s %10s %10s %10s %10s %11s %6s %6s %6s %6s %6s %6s\n" partitions "ready" "cursors" \
-            "part MiB" "ready MiB" "curs MiB" "msgs MiB" push pop ack empty newp popnew
+        printf "%-11s %9s %10s %10s %10s %10s %11s %6s %6s %6s %6s %6s %6s %6s\n" partitions "ready" "cursors" \
+            "part MiB" "ready MiB" "curs MiB" "msgs MiB" push pop ack empty newp popnew acknew
         [ -f "$T/checkpoints.txt" ] && while read -r N parts ready curs msgs pb rb cb mb db rest; do
             buf () { echo " $rest" | sed -n "s/.* $1=\\([0-9]*\\).*/\\1/p"; }
-            printf "%-11s %9s %10s %10.1f %10.1f %10.1f %11.1f %6s %6s %6s %6s %6s %6s\n" "$(fmt_int "$parts")" \
+            printf "%-11s %9s %10s %10.1f %10.1f %10.1f %11.1f %6s %6s %6s %6s %6s %6s %6s\n" "$(fmt_int "$parts")" \
                 "$(fmt_int "$ready")" "$(fmt_int "$curs")" \
                 "$(awk -v b="$pb" 'BEGIN { print b / 1048576 }')" "$(awk -v b="$rb" 'BEGIN { print b / 1048576 }')" \
                 "$(awk -v b="$cb" 'BEGIN { print b / 1048576 }')" "$(awk -v b="$mb" 'BEGIN { print b / 1048576 }')" \
-                "$(buf push_existing)" "$(buf pop)" "$(buf ack)" "$(buf pop_empty)" "$(buf push_new)" "$(buf pop_new)"
+                "$(buf push_existing)" "$(buf pop)" "$(buf ack)" "$(buf pop_empty)" "$(buf push_new)" "$(buf pop_new)" "$(buf ack_new)"
         done < "$T/checkpoints.txt"
         if [ "$(wc -l < "$T/checkpoints.txt" 2>/dev/null || echo 0)" -ge 2 ]; then
             set -- $(head -n 1 "$T/checkpoints.txt")
@@ -209,7 +223,8 @@ report () {
         fi
         echo "probe columns: buffers (shared hit+read) of one call: push = queen.push of 100 msgs to 10 hot partitions," \
              "pop = wildcard pop batch 100 partitions 10 (gets them), ack = queen.ack of those 100, empty = the same pop" \
-             "finding nothing, newp = push of 100 msgs to 100 new partitions, popnew = pop batch 100 partitions 100 (autoAck) of those."
+             "finding nothing, newp = push of 100 msgs to 100 new partitions, popnew = pop batch 100 partitions 100 of those, acknew = their ack;" \
+             "each measured in the third round of one session after VACUUM queen.ready (so no dead index entries from the load are counted)."
         echo "elapsed $(( $(date +%s) - START )) s; load generator status $rc"
         sed 's/^/raw: /' "$T/card.jsonl"
     } | tee "$OUT"
