@@ -21,6 +21,10 @@
     Failure   bad input gets a 4xx before any SQL runs; database errors map
               through qn_http_reply_pg_error; a call that cannot be sent
               answers 503
+    Size      past STYLE §12's ~800 lines: eight routes sharing the input
+              and result helpers at the top; the natural split is
+              codec_http_kv.c / codec_http_timers.c if the riders of the
+              second part make it grow.
 */
 #include "codec_http.h"
 #include "pg_statements.h"

@@ -49,14 +49,14 @@ async function lagMs (timerId) {
 
 test('timers: a timer becomes a message in its queue at fireAt', async () => {
     const res = await create({ timerId: 'tm-1', queue: 'tm-q', partition: 'p1', payload: { n: 1, s: 'é' },
-        transactionId: 'tm-txn-1', delayMs: 400 });
+        transactionId: 'tm-txn-1', delayMs: 1000 });
     assert.equal(res.status, 201, res.raw);
     assert.deepEqual(Object.keys(res.body), ['timerId', 'fireAt', 'created', 'fired']);
     assert.equal(res.body.timerId, 'tm-1');
     assert.match(res.body.fireAt, TS_MS);
     assert.deepEqual([res.body.created, res.body.fired], [true, false]);
     const fireAt = Date.parse(res.body.fireAt);
-    assert.ok(Math.abs(fireAt - (Date.now() + 400)) < 1500, res.body.fireAt);
+    assert.ok(Math.abs(fireAt - (Date.now() + 1000)) < 1500, res.body.fireAt);
 
     const pending = await getTimer('tm-1');
     assert.equal(pending.status, 200, pending.raw);
@@ -65,13 +65,15 @@ test('timers: a timer becomes a message in its queue at fireAt', async () => {
         ['tm-q', 'p1', 'tm-txn-1']);
     assert.deepEqual(pending.body.payload, { n: 1, s: 'é' });
     assert.equal(pending.body.messageId, null);
-    assert.equal((await messages('tm-q')).length, 0, 'nothing before fireAt');
+    const before = Date.now();
+    if (before < fireAt - 100)
+        assert.equal((await messages('tm-q')).length, 0, 'nothing before fireAt');
 
     await waitFor(async () => (await messages('tm-q')).length === 1, 10000, 25);
     const [m] = await messages('tm-q');
     assert.deepEqual(m, { partition: 'p1', txn: 'tm-txn-1', payload: '{"n":1,"s":"é"}' });
     const lag = await lagMs('tm-1');
-    assert.ok(lag >= 0 && lag < 1000, `fired ${lag} ms after fireAt`);
+    assert.ok(lag >= 0 && lag < 1000, `fired ${lag} ms after fireAt (never before it)`);
 
     //  A consumer gets it through the normal pop route.
     const pop = await http(`${b.url}/api/v1/pop/queue/tm-q?wait=false&batch=10`);
@@ -271,7 +273,7 @@ test('timers: pending timers survive a broker restart and each fires once', asyn
     const db = await createDatabase('timers_restart');
     const one = await startBroker({ db });
     const N = 50;
-    const due = Date.now() + 2500;
+    const due = Date.now() + 4000;
     for (let i = 0; i < N; i += 25)
         await Promise.all(Array.from({ length: 25 }, (_, k) =>
             create({ queue: 'tm-restart', payload: i + k, fireAt: due + (i + k) * 10 }, one.url)
