@@ -16,6 +16,7 @@
 #include "kernel/hashmap.h"
 #include "wire/http_api.h"
 #include "wire/json.h"
+#include "wire/mp.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
@@ -470,27 +471,18 @@ static int
 s_on_response (void *self_, const qn_env_t *env)
 {
     self_t *self = self_;
-    msgpack_unpacked msg;
-    msgpack_unpacked_init (&msg);
-    int rc = QN_EPROTO;
-    if (msgpack_unpack_next (&msg, env->body.ptr, env->body.len, NULL) != MSGPACK_UNPACK_SUCCESS
-    ||  msg.data.type != MSGPACK_OBJECT_ARRAY || msg.data.via.array.size != 3
-    ||  env->frame_count != 1)
-        goto done;
-    const msgpack_object *f = msg.data.via.array.ptr;
-    if (f [0].type != MSGPACK_OBJECT_POSITIVE_INTEGER || f [1].type != MSGPACK_OBJECT_POSITIVE_INTEGER
-    ||  f [2].type != MSGPACK_OBJECT_BOOLEAN)
-        goto done;
-    rc = 0;
-    s_conn_t *c = qn_hashmap_get (self->conns, f [0].via.u64);
+    uint64_t conn_id, seq;
+    bool close;
+    if (env->frame_count != 1
+    ||  qn_mp_scan (env->body.ptr, env->body.len, "uub", &conn_id, &seq, &close))
+        return QN_EPROTO;
+    s_conn_t *c = qn_hashmap_get (self->conns, conn_id);
     if (!c)
-        goto done;                      //  Client already gone
-    s_queue_response (c, (uint32_t) f [1].via.u64, env->frames [0].ptr, env->frames [0].len,
-                      f [2].via.boolean || self->draining);
+        return 0;                       //  Client already gone
+    s_queue_response (c, (uint32_t) seq, env->frames [0].ptr, env->frames [0].len,
+                      close || self->draining);
     s_flush (self, c);
-done:
-    msgpack_unpacked_destroy (&msg);
-    return rc;
+    return 0;
 }
 
 // ------------------------------------------------------------------ timeouts

@@ -15,6 +15,7 @@
 #include "codec_http.h"
 #include "kernel/hashmap.h"
 #include "wire/http_api.h"
+#include "wire/mp.h"
 #include "wire/route.h"
 
 #include <stdarg.h>
@@ -512,8 +513,9 @@ static const qn_http_route_t *
 s_route (qn_http_ctx_t *ctx, bool *path_known)
 {
     const qn_http_route_t *tables [] = {
-        qn_http_routes_core, qn_http_routes_push, qn_http_routes_pop,
-        qn_http_routes_admin, qn_http_routes_system, qn_http_routes_state
+        qn_http_routes_core, qn_http_routes_push, qn_http_routes_ack, qn_http_routes_txn,
+        qn_http_routes_pop, qn_http_routes_admin, qn_http_routes_system, qn_http_routes_state,
+        qn_http_routes_streams
     };
     const qn_http_route_t *best = NULL;
     int best_literals = -1;
@@ -638,26 +640,21 @@ static int
 s_on_closed (void *self_, const qn_env_t *env)
 {
     qn_codec_t *codec = self_;
-    msgpack_unpacked msg;
-    msgpack_unpacked_init (&msg);
-    if (msgpack_unpack_next (&msg, env->body.ptr, env->body.len, NULL) == MSGPACK_UNPACK_SUCCESS
-    &&  msg.data.type == MSGPACK_OBJECT_ARRAY && msg.data.via.array.size == 1
-    &&  msg.data.via.array.ptr [0].type == MSGPACK_OBJECT_POSITIVE_INTEGER) {
-        s_cancel_t c = { msg.data.via.array.ptr [0].via.u64, QN_BUF_INIT };
-        qn_hashmap_each (codec->requests, s_cancel_conn, &c);
-        for (size_t i = 0; i < c.parked.len / sizeof (uint64_t); i++) {
-            uint64_t id;
-            memcpy (&id, c.parked.data + i * sizeof id, sizeof id);
-            qn_http_ctx_t *ctx = qn_hashmap_get (codec->requests, id);
-            if (ctx) {
-                ctx->on_cancel (ctx);
-                s_ctx_free (codec, ctx);
-            }
+    s_cancel_t c = { 0, QN_BUF_INIT };
+    if (qn_mp_scan (env->body.ptr, env->body.len, "u", &c.conn_id))
+        return QN_EPROTO;
+    qn_hashmap_each (codec->requests, s_cancel_conn, &c);
+    for (size_t i = 0; i < c.parked.len / sizeof (uint64_t); i++) {
+        uint64_t id;
+        memcpy (&id, c.parked.data + i * sizeof id, sizeof id);
+        qn_http_ctx_t *ctx = qn_hashmap_get (codec->requests, id);
+        if (ctx) {
+            ctx->on_cancel (ctx);
+            s_ctx_free (codec, ctx);
         }
-        qn_buf_free (&c.parked);
-        qn_count (codec->kernel, "http_client_gone", 1);
     }
-    msgpack_unpacked_destroy (&msg);
+    qn_buf_free (&c.parked);
+    qn_count (codec->kernel, "http_client_gone", 1);
     //  Other cancelled contexts are freed when their pending call returns.
     return 0;
 }
@@ -676,13 +673,10 @@ static int
 s_on_db (void *self_, const qn_env_t *env)
 {
     qn_codec_t *codec = self_;
-    msgpack_unpacked msg;
-    msgpack_unpacked_init (&msg);
-    if (msgpack_unpack_next (&msg, env->body.ptr, env->body.len, NULL) == MSGPACK_UNPACK_SUCCESS
-    &&  msg.data.type == MSGPACK_OBJECT_ARRAY && msg.data.via.array.size >= 1
-    &&  msg.data.via.array.ptr [0].type == MSGPACK_OBJECT_BOOLEAN)
-        codec->db_up = msg.data.via.array.ptr [0].via.boolean;
-    msgpack_unpacked_destroy (&msg);
+    bool up;
+    if (qn_mp_scan (env->body.ptr, env->body.len, "b", &up))
+        return QN_EPROTO;
+    codec->db_up = up;
     return 0;
 }
 
@@ -692,13 +686,10 @@ static int
 s_on_spool (void *self_, const qn_env_t *env)
 {
     qn_codec_t *codec = self_;
-    msgpack_unpacked msg;
-    msgpack_unpacked_init (&msg);
-    if (msgpack_unpack_next (&msg, env->body.ptr, env->body.len, NULL) == MSGPACK_UNPACK_SUCCESS
-    &&  msg.data.type == MSGPACK_OBJECT_ARRAY && msg.data.via.array.size >= 1
-    &&  msg.data.via.array.ptr [0].type == MSGPACK_OBJECT_POSITIVE_INTEGER)
-        codec->spool_active = msg.data.via.array.ptr [0].via.u64 > 0;
-    msgpack_unpacked_destroy (&msg);
+    uint64_t pending;
+    if (qn_mp_scan (env->body.ptr, env->body.len, "u", &pending))
+        return QN_EPROTO;
+    codec->spool_active = pending > 0;
     return 0;
 }
 
@@ -707,17 +698,11 @@ static int
 s_on_maintenance (void *self_, const qn_env_t *env)
 {
     qn_codec_t *codec = self_;
-    msgpack_unpacked msg;
-    msgpack_unpacked_init (&msg);
-    const msgpack_object *o = &msg.data;
-    if (msgpack_unpack_next (&msg, env->body.ptr, env->body.len, NULL) == MSGPACK_UNPACK_SUCCESS
-    &&  o->type == MSGPACK_OBJECT_ARRAY && o->via.array.size >= 2
-    &&  o->via.array.ptr [0].type == MSGPACK_OBJECT_BOOLEAN
-    &&  o->via.array.ptr [1].type == MSGPACK_OBJECT_BOOLEAN) {
-        codec->push_maintenance = o->via.array.ptr [0].via.boolean;
-        codec->pop_maintenance = o->via.array.ptr [1].via.boolean;
-    }
-    msgpack_unpacked_destroy (&msg);
+    bool push, pop;
+    if (qn_mp_scan (env->body.ptr, env->body.len, "bb", &push, &pop))
+        return QN_EPROTO;
+    codec->push_maintenance = push;
+    codec->pop_maintenance = pop;
     return 0;
 }
 

@@ -206,7 +206,9 @@ test('SIGTERM with requests in flight: they complete, exit 0', async () => {
             body: { items: Array.from({ length: 50 }, (_, j) => ({ queue: q, partition: `p${i % 5}`, transactionId: `t-${i}-${j}`, payload: { i, j } })) },
         }).catch((e) => ({ status: 0, error: e })));
     }
-    await sleep(5);
+    //  Signal as soon as the first push is answered: the rest are being
+    //  read, parsed or written to PostgreSQL at that moment.
+    await Promise.race(pushes);
     const code = b.stop('SIGTERM');
     const results = await Promise.all(pushes);
     assert.equal(await code, 0);

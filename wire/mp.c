@@ -1,0 +1,75 @@
+/*  wire/mp.c - positional msgpack bodies (see mp.h) */
+#include "mp.h"
+#include "mpack_guard.h"
+
+#include <msgpack.h>
+#include <stdarg.h>
+
+static int
+s_field (const msgpack_object *o, char kind, va_list *ap)
+{
+    switch (kind) {
+        case 'b':
+            if (o->type != MSGPACK_OBJECT_BOOLEAN)
+                return -1;
+            *va_arg (*ap, bool *) = o->via.boolean;
+            return 0;
+        case 'u':
+            if (o->type != MSGPACK_OBJECT_POSITIVE_INTEGER)
+                return -1;
+            *va_arg (*ap, uint64_t *) = o->via.u64;
+            return 0;
+        case 'i':
+            if (o->type == MSGPACK_OBJECT_POSITIVE_INTEGER && o->via.u64 <= INT64_MAX)
+                *va_arg (*ap, int64_t *) = (int64_t) o->via.u64;
+            else
+            if (o->type == MSGPACK_OBJECT_NEGATIVE_INTEGER)
+                *va_arg (*ap, int64_t *) = o->via.i64;
+            else
+                return -1;
+            return 0;
+        case 's':
+        case 'S': {
+            const char **s = va_arg (*ap, const char **);
+            size_t *n = va_arg (*ap, size_t *);
+            if (kind == 'S' && o->type == MSGPACK_OBJECT_NIL) {
+                *s = NULL;
+                *n = 0;
+                return 0;
+            }
+            if (o->type != MSGPACK_OBJECT_STR)
+                return -1;
+            *s = o->via.str.ptr;
+            *n = o->via.str.size;
+            return 0;
+        }
+        default:
+            return -1;
+    }
+}
+
+int
+qn_mp_scan (const char *buf, size_t len, const char *fmt, ...)
+{
+    if (qn_msgpack_check (buf, len) < 0)
+        return -1;
+    msgpack_unpacked msg;
+    msgpack_unpacked_init (&msg);
+    int rc = -1;
+    const msgpack_object *o = &msg.data;
+    size_t want = 0;
+    for (const char *f = fmt; *f; f++)
+        want++;
+    if (msgpack_unpack_next (&msg, buf, len, NULL) == MSGPACK_UNPACK_SUCCESS
+    &&  o->type == MSGPACK_OBJECT_ARRAY && o->via.array.size >= want) {
+        va_list ap;
+        va_start (ap, fmt);
+        rc = 0;
+        for (size_t i = 0; i < want && rc == 0; i++)
+            rc = s_field (&o->via.array.ptr [i], fmt [i], &ap);
+        va_end (ap);
+    }
+    //  Strings point into buf, not into the zone: destroying is safe.
+    msgpack_unpacked_destroy (&msg);
+    return rc;
+}
