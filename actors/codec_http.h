@@ -153,11 +153,14 @@ int qn_http_auth_on_jwks (qn_codec_t *codec, const qn_env_t *env);
 //  Route tables of the codec_http_<area>.c files, NULL-method terminated.
 //  Each area file defines its table; a table not linked in is skipped.
 extern const qn_http_route_t qn_http_routes_core [];
-extern const qn_http_route_t qn_http_routes_push [] __attribute__ ((weak));    //  configure, push, ack, transaction, lease
+extern const qn_http_route_t qn_http_routes_push [] __attribute__ ((weak));    //  configure, push, lease
+extern const qn_http_route_t qn_http_routes_ack [] __attribute__ ((weak));     //  ack, ack/batch
+extern const qn_http_route_t qn_http_routes_txn [] __attribute__ ((weak));     //  transaction
 extern const qn_http_route_t qn_http_routes_pop [] __attribute__ ((weak));     //  pop routes
 extern const qn_http_route_t qn_http_routes_admin [] __attribute__ ((weak));   //  resources, messages, dlq, groups, status
 extern const qn_http_route_t qn_http_routes_system [] __attribute__ ((weak));  //  maintenance, buffers
-extern const qn_http_route_t qn_http_routes_state [] __attribute__ ((weak));   //  kv, timers, streams
+extern const qn_http_route_t qn_http_routes_state [] __attribute__ ((weak));   //  kv, timers
+extern const qn_http_route_t qn_http_routes_streams [] __attribute__ ((weak)); //  /streams/v1/*
 
 //  Actor messages for the pop area (codec_http_pop.c), dispatched by the
 //  codec: QN_MSG_POP_RETRY and QN_MSG_POP_EXPIRED from lease_manager.

@@ -30,9 +30,11 @@ static const qn_sql_stmt_t s_stmts [QN_SQL_COUNT_] = {
         { T, TA, QN_OID_INT8_ARR, TA, QN_OID_INT8_ARR, TA, QN_OID_UUID_ARR, TA } },
     [QN_SQL_TXN] = { "txn",
         "SELECT kind, ord, seq, partition_id, queue_id, queue_name, success, error, dlq"
-        " FROM queen.txn ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16)", 16,
+        " FROM queen.txn ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16,"
+        " queen.ts_of_us ($17))", 17,
         { T, TA, TA, TA, QN_OID_BYTEA_ARR, QN_OID_UUID_ARR, TA, QN_OID_BOOL_ARR,
-          TA, QN_OID_INT8_ARR, TA, QN_OID_INT8_ARR, TA, QN_OID_UUID_ARR, TA, QN_OID_UUID_ARR } },
+          TA, QN_OID_INT8_ARR, TA, QN_OID_INT8_ARR, TA, QN_OID_UUID_ARR, TA, QN_OID_UUID_ARR,
+          QN_OID_INT8_ARR } },
     [QN_SQL_RENEW] = { "renew",
         "SELECT status, expires_at FROM queen.renew ($1, $2)", 2,
         { QN_OID_UUID, QN_OID_INT4 } },
@@ -47,6 +49,26 @@ static const qn_sql_stmt_t s_stmts [QN_SQL_COUNT_] = {
         "SELECT existed FROM queen.partition_delete ($1, $2, $3)", 3, { T, T, T } },
     [QN_SQL_ENSURE_SEGMENTS] = { "ensure_segments",
         "SELECT queen.ensure_segments ()", 0, { 0 } },
+    //  Not-before instants travel as int8[] of Unix epoch microseconds (the
+    //  binary parameter encoder has no timestamptz[]); queen.ts_of_us converts.
+    [QN_SQL_PUSH_AT] = { "push_at",
+        "SELECT ord, seq, partition_id, queue_id, duplicate"
+        " FROM queen.push ($1, $2, $3, $4, $5, $6, $7, $8, $9, queen.ts_of_us ($10))", 10,
+        { T, TA, TA, TA, QN_OID_BYTEA_ARR, QN_OID_UUID_ARR, TA, QN_OID_BOOL_ARR, QN_OID_BOOL,
+          QN_OID_INT8_ARR } },
+    [QN_SQL_STREAMS_REGISTER] = { "streams_register",
+        "SELECT status, query_id, fresh, reset, old_hash FROM queen_streams.register ($1, $2, $3, $4, $5, $6)", 6,
+        { T, T, T, T, T, QN_OID_BOOL } },
+    [QN_SQL_STREAMS_CYCLE] = { "streams_cycle",
+        "SELECT kind, ord, seq, partition_id, duplicate, queue_name, lease_released, dlq"
+        " FROM queen_streams.cycle ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14,"
+        " queen.ts_of_us ($15), $16, $17, $18, $19, $20, $21)", 21,
+        { T, QN_OID_UUID, QN_OID_UUID, T, TA, TA, TA,
+          TA, TA, TA, QN_OID_BYTEA_ARR, QN_OID_UUID_ARR, TA, QN_OID_BOOL_ARR, QN_OID_INT8_ARR,
+          T, QN_OID_INT8, QN_OID_UUID, T, T, QN_OID_BOOL } },
+    [QN_SQL_STREAMS_STATE_GET] = { "streams_state_get",
+        "SELECT key, value, updated_at FROM queen_streams.state_get ($1, $2, $3, $4, $5, $6::numeric)", 6,
+        { T, QN_OID_UUID, QN_OID_UUID, TA, T, T } },
     [QN_SQL_KV_PUT] = { "kv_put",
         "SELECT status, version, expires_at, current_version FROM queen.kv_put ($1, $2, $3, $4, $5, $6)", 6,
         { T, T, T, QN_OID_BYTEA, QN_OID_INT8, QN_OID_INT4 } },

@@ -26,6 +26,10 @@ typedef enum {
     QN_SQL_QUEUE_DELETE,
     QN_SQL_PARTITION_DELETE,
     QN_SQL_ENSURE_SEGMENTS,
+    QN_SQL_PUSH_AT,             //  queen.push with not-before instants (delayed items)
+    QN_SQL_STREAMS_REGISTER,    //  Streams (schema/040_streams.sql)
+    QN_SQL_STREAMS_CYCLE,
+    QN_SQL_STREAMS_STATE_GET,
     QN_SQL_KV_PUT,              //  State (schema/030_state.sql): kv store
     QN_SQL_KV_GET,
     QN_SQL_KV_DELETE,

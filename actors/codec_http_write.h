@@ -1,0 +1,183 @@
+/*  actors/codec_http_write.h - what the write routes share
+    The write side of the JSON API is split by route: codec_http_push.c
+    (configure, push, lease extension), codec_http_ack.c (ack, ack/batch),
+    codec_http_txn.c (transaction) and codec_http_streams.c (streams
+    cycle, which carries push items and an ack). They validate the same
+    push items and acknowledgments, seal the payloads of encrypted queues
+    the same way (§2.10), pack them the same way for pg_writer and read the
+    same result rows; codec_http_write.c and codec_http_seal.c hold that.
+*/
+#ifndef QN_ACTORS_CODEC_HTTP_WRITE_H
+#define QN_ACTORS_CODEC_HTTP_WRITE_H
+
+#include "codec_http.h"
+#include "kernel/hashmap.h"
+#include "wire/ids.h"
+
+#define QN_HW_MAX_ITEMS     10000   //  Items of a push, flattened operations of a transaction
+#define QN_HW_MAX_NAME      255     //  Bytes of a queue, partition or group name, of a transactionId
+#define QN_HW_MAX_DELAY_MS  31536000000LL  //  delayMs / deliverAt: at most one year ahead
+
+//  A validated push item: tokens of its fields, -1 when absent (or null,
+//  or an empty transactionId/traceId, which mean "none").
+typedef struct {
+    int queue, partition, txn, trace, payload;
+    bool has_nb;                //  delayMs > 0 or deliverAt given
+    int64_t nb_us;              //  Not delivered before (Unix epoch us), when has_nb
+} qn_hw_item_t;
+
+//  A validated acknowledgment.
+typedef struct {
+    int txn;                    //  transactionId (string token)
+    int64_t pid;                //  Decoded partitionId
+    int64_t seq;                //  Decoded message id, when has_seq
+    bool has_seq;
+    int status, lease, error, group;    //  Tokens, -1 when absent
+} qn_hw_ack_t;
+
+//  Message texts of the ack routes: the single route and transaction acks
+//  use §3.10's, the batch route §3.11's.
+typedef struct {
+    const char *no_txn;
+    const char *no_pid;
+    const char *prefix;         //  Names the item in our own messages
+} qn_hw_ack_msgs_t;
+
+//  A flattened transaction operation.
+typedef struct {
+    bool is_push;
+    uint32_t ord;               //  0-based position among the pushes or the acks
+    qn_hw_item_t item;
+    qn_hw_ack_t ack;
+} qn_hw_op_t;
+
+//  Call state of the write routes: what the callback needs to answer.
+//  `doc` points into the request body, which lives as long as the request
+//  (read only when the callback gets a live ctx). Push items are `items`
+//  (push, streams cycle) or the push operations of `ops` (transaction),
+//  `count` long either way.
+typedef struct {
+    qn_json_doc_t doc;          //  Owned tokens
+    uint32_t count;
+    qn_hw_item_t *items;        //  Owned: push, streams cycle
+    char (*minted) [QN_ID_STR_LEN + 1];     //  Owned: transaction ids minted for the spool
+    qn_hw_ack_t *acks;          //  Owned: ack, ack/batch
+    qn_hw_op_t *ops;            //  Owned: transaction
+    qn_buf_t *sealed;           //  Owned, or NULL: per item / op, the encrypted
+                                //  envelope to store instead of the payload (len 0: none)
+    uint32_t npush, nack;
+    char *queue, *ns, *task;    //  Owned: configure
+    char lease [QN_ID_STR_LEN + 1];         //  extend
+    void *ext;                  //  Owned by the route: freed with ext_free
+    void (*ext_free) (void *ext);
+} qn_hw_call_t;
+
+qn_hw_call_t *qn_hw_call_new (void);
+void qn_hw_call_free (qn_hw_call_t *c);
+
+// ------------------------------------------------------------------ JSON input
+//  The unescaped text of string token tok, into *p/*len: a span of the body
+//  when it has no escapes, else of `scratch` (valid until its next use).
+//  Returns 0, 1 when the text holds a NUL, -1 when tok is not a string.
+int qn_hw_text (const qn_json_doc_t *doc, int tok, qn_buf_t *scratch, const char **p, size_t *len);
+//  The member `key` of object obj; -1 when absent or JSON null.
+int qn_hw_field (const qn_json_doc_t *doc, int obj, const char *key);
+bool qn_hw_is_str (const qn_json_doc_t *doc, int tok);
+//  True for the empty string token.
+bool qn_hw_is_empty_str (const qn_json_doc_t *doc, int tok);
+//  What is wrong with a name or id string (NULL when fine): at most `max`
+//  bytes of UTF-8, no NUL.
+const char *qn_hw_text_problem (const qn_json_doc_t *doc, int tok, qn_buf_t *scratch, size_t max);
+//  Validates push item `tok` (number i) in the contract's order (§3.6),
+//  then our own limits and the delay fields (delayMs, deliverAt; `label`
+//  names the item in messages, e.g. "items[3]"). now_us is the wall
+//  clock the delay counts from. Returns 0, or -1 with the message in err.
+int qn_hw_item_check (const qn_json_doc_t *doc, int tok, const char *label, int64_t now_us,
+                      qn_hw_item_t *it, qn_buf_t *scratch, char *err, size_t err_len);
+//  Validates acknowledgment `tok`. Returns 0, or -1 with the message in err.
+int qn_hw_ack_check (const qn_json_doc_t *doc, int tok, const qn_hw_ack_msgs_t *m, qn_hw_ack_t *a,
+                     qn_buf_t *scratch, char *err, size_t err_len);
+
+// ------------------------------------------------------------------ msgpack output
+void qn_hw_pack_strn (msgpack_packer *pk, const char *s, size_t len);
+void qn_hw_pack_cstr (msgpack_packer *pk, const char *s);
+//  Packs string token tok unescaped, or nil when tok < 0.
+void qn_hw_pack_tok (msgpack_packer *pk, const qn_json_doc_t *doc, int tok, qn_buf_t *scratch);
+//  Packs tok's raw JSON text (a non-string error value), or its text.
+void qn_hw_pack_error (msgpack_packer *pk, const qn_json_doc_t *doc, int tok, qn_buf_t *scratch);
+//  The payload bytes of an item: its raw JSON text, else `dflt`.
+void qn_hw_pack_payload (msgpack_packer *pk, const qn_json_doc_t *doc, int tok, const char *dflt);
+//  The push item at position i of the call (an item of a push or a
+//  cycle, a push operation of a transaction), or NULL for an ack.
+const qn_hw_item_t *qn_hw_item_at (const qn_hw_call_t *c, uint32_t i);
+//  True when some push item of the call has a delay.
+bool qn_hw_any_delay (const qn_hw_call_t *c);
+//  One PG_PUSH / SPOOL_APPEND item: [queue, partition, txn|nil,
+//  payload(bin), trace|nil, producer|nil, encrypted(, not_before_us)].
+//  The eighth field is there only for a delayed item. `sealed` (or NULL,
+//  or empty): the envelope that replaces the payload of an encrypted queue.
+void qn_hw_pack_item (msgpack_packer *pk, const qn_json_doc_t *doc, const qn_hw_item_t *it,
+                      const char *minted, const qn_buf_t *sealed, qn_buf_t *scratch);
+//  The push arrays of queen.push / queen.txn / queen_streams.cycle for the
+//  call's push items: queues, partitions, txn ids, payloads (sealed, or
+//  the raw JSON, or dflt when absent), trace ids, producers, encrypted
+//  flags (7 arrays).
+void qn_hw_pack_push_arrays (msgpack_packer *pk, const qn_hw_call_t *c, const char *dflt,
+                             qn_buf_t *scratch);
+//  The not-before array of the call's push items (int8[] of Unix epoch
+//  us, nil elements for items without a delay), or nil when none has one.
+void qn_hw_pack_not_before (msgpack_packer *pk, const qn_hw_call_t *c);
+//  Packs the seven ack arrays (without the tenant): groups, partition ids,
+//  transaction ids, seqs, statuses, lease ids, errors. `group` >= 0
+//  overrides every item's consumerGroup.
+void qn_hw_pack_acks (msgpack_packer *pk, const qn_json_doc_t *doc, const qn_hw_ack_t *const *acks,
+                      uint32_t n, int group, qn_buf_t *scratch);
+
+// ------------------------------------------------------------------ results
+const msgpack_object *qn_hw_col (const qn_pg_result_t *res, uint32_t r, uint32_t c);
+bool qn_hw_col_int (const qn_pg_result_t *res, uint32_t r, uint32_t c, int64_t *out);
+//  -1 for NULL, else 0/1.
+int qn_hw_col_bool (const qn_pg_result_t *res, uint32_t r, uint32_t c);
+bool qn_hw_col_str (const qn_pg_result_t *res, uint32_t r, uint32_t c, const char **p, size_t *len);
+//  Writes key: the string column, or null.
+void qn_hw_jw_col_str (qn_jw_t *w, const char *key, const qn_pg_result_t *res, uint32_t r, uint32_t c);
+void qn_hw_jw_col_bool (qn_jw_t *w, const char *key, const qn_pg_result_t *res, uint32_t r, uint32_t c);
+void qn_hw_jw_id (qn_jw_t *w, const char *key, qn_id_kind_t kind, int64_t id);
+//  Writes key: the raw JSON text of token tok (a string as the client
+//  wrote it, escapes included), or `dflt` as a string, or null.
+void qn_hw_jw_tok (qn_jw_t *w, const char *key, const qn_json_doc_t *doc, int tok, const char *dflt);
+//  Writes key: the item's traceId as a canonical UUID, or null.
+void qn_hw_jw_trace (qn_jw_t *w, const char *key, const qn_json_doc_t *doc, int tok, qn_buf_t *scratch);
+//  Answers with the JSON in b and frees it.
+void qn_hw_reply_buf (qn_http_ctx_t *ctx, int status, qn_buf_t *b);
+//  Publishes "committed" for `queue` unless `seen` already has it.
+void qn_hw_committed_once (qn_codec_t *codec, qn_hashmap_t *seen, const char *tenant,
+                           const char *queue, size_t len);
+//  PostgreSQL is unavailable rather than the request wrong: connection
+//  failures, operator intervention, no slot, no answer in time (not a
+//  statement timeout, 57014).
+bool qn_hw_db_unavailable (const qn_pg_result_t *res);
+//  Systemic failures of a transaction-like call (unavailable, timed out,
+//  out of resources, serialisation failure or deadlock): answered 503,
+//  which the client retries; nothing was applied.
+bool qn_hw_systemic (const qn_pg_result_t *res);
+
+//  Sends msgpack `sb` as PG_EXEC of stmt to pg_writer with cb; on a send
+//  failure answers 503 and returns -1 (cb is not called).
+int qn_hw_exec (qn_codec_t *codec, qn_http_ctx_t *ctx, uint32_t stmt, const msgpack_sbuffer *sb,
+                qn_codec_result_fn *cb, void *arg);
+
+// ------------------------------------------------------------------ encryption
+//  codec_http_seal.c. Continues a call once its payloads are sealed; takes c.
+typedef void (qn_hw_send_fn) (qn_codec_t *codec, qn_http_ctx_t *ctx, qn_hw_call_t *c);
+//  Seals the payloads of the call's push items bound for encryptionEnabled
+//  queues (§2.10) into c->sealed, then calls `then` (which takes c).
+//  Without QUEEN_ENCRYPTION_KEY it calls `then` at once. Asks pg_reader
+//  first (one round trip) when a queue's setting is not confirmed. Takes
+//  c; on a sealing failure answers 500 and frees c.
+void qn_hw_seal_then (qn_codec_t *codec, qn_http_ctx_t *ctx, qn_hw_call_t *c, qn_hw_send_fn *then);
+//  Configure's stored options set the queue's encryption at once.
+void qn_hw_configured_encryption (qn_codec_t *codec, qn_http_ctx_t *ctx, const char *queue,
+                                  const char *opts, size_t opts_len);
+
+#endif
