@@ -12,11 +12,12 @@
 #            publishes then waitForConfirms; pg-boss: insert of 100 jobs;
 #            pgbench: queen.push of 100-row arrays, 8 clients);
 #     cycle: 4 producers as above + 4 consumers taking batches of 100
-#            (Queen: pop batch 100 + ack/batch; RabbitMQ: prefetch 100,
+#            (Queen: pop batch 100 of up to 100 partitions + ack/batch;
+#            RabbitMQ: prefetch 100,
 #            ack multiple per 100; pg-boss: fetch batchSize 100 + complete;
 #            pgbench: queen.pop + queen.ack beside queen.push);
-#     cycle, keyed batches: Queen only (bench/peers/queen.mjs), each push
-#            batch to one partition, pops claiming up to 10 partitions.
+#     cycle, keyed batches: Queen only (bench/peers/queen.mjs), the same
+#            but each push batch goes to one partition.
 #   RabbitMQ is Debian's rabbitmq-server (installed with apt-get when
 #   missing and we are root), started as a throwaway node (own ports, data
 #   and log dirs under the scratch dir, RABBITMQ_NODENAME=bench@localhost)
@@ -122,9 +123,9 @@ Q_PUSH=$(node "$HERE/load.mjs" push --url "$URL" --queue bpush --conns 8 --batch
 echo "peers: Queen cycle (${SECS}s)"
 Q_CYCLE=$(node "$HERE/load.mjs" cycle --url "$URL" --queue bcycle --producers 4 --consumers 4 --batch 100 \
           --payload 256 --partitions 1000 --seconds "$SECS" | jfield consumed_per_s)
-echo "peers: Queen cycle, one partition per push batch, pops of up to 10 partitions (${SECS}s)"
+echo "peers: Queen cycle, one partition per push batch (${SECS}s)"
 Q_CYCLE_K=$(node "$PEERS/queen.mjs" cycle --url "$URL" --queue bcyclek --producers 4 --consumers 4 --batch 100 \
-            --payload 256 --partitions 1000 --spread 1 --pop-partitions 10 --seconds "$SECS" | jfield consumed_per_s)
+            --payload 256 --partitions 1000 --spread 1 --pop-partitions 100 --seconds "$SECS" | jfield consumed_per_s)
 
 # ---------------------------------------------------------------- PostgreSQL ceilings
 #  The SQL the broker runs, minus the broker (as in bench/messaging.sh).
@@ -293,9 +294,9 @@ cell () {
         "-" "-"
     echo
     echo "ratio = that column / queen (above 1: faster than Queen). Queen spreads messages over 1,000 partitions;"
-    echo "push and cycle pick a random partition per message (bench/load.mjs: pops claim one partition); the keyed"
-    echo "row sends each push batch to one partition and pops claim up to 10 (bench/peers/queen.mjs), the shape"
-    echo "of per-key client buffers; RabbitMQ and pg-boss have one queue and no partitions, so their figures repeat."
+    echo "push and cycle pick a random partition per message (bench/load.mjs; pops claim up to 100 partitions);"
+    echo "the keyed row sends each push batch to one partition (bench/peers/queen.mjs), the shape of per-key"
+    echo "client buffers; RabbitMQ and pg-boss have one queue and no partitions, so their figures repeat."
     echo "pg ceiling = pgbench running queen.push (and queen.pop + queen.ack for the cycle) directly, 8 clients:"
     echo "Queen's SQL without the broker."
     if [ -s "$T/notes" ]; then
