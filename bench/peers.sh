@@ -142,7 +142,7 @@ sed 's/bpg/bpgc/' "$T/push.sql" > "$T/push_c.sql"
 cat > "$T/consume.sql" <<EOF
 SELECT coalesce (array_agg (partition_id), '{}') AS pids, coalesce (array_agg (seq), '{}') AS seqs,
        count (seq) AS n
-  FROM queen.pop ('', 'bpgc', NULL, '__QUEUE_MODE__', NULL, NULL, 100, 1, gen_random_uuid (), false)
+  FROM queen.pop ('', 'bpgc', NULL, '__QUEUE_MODE__', NULL, NULL, 100, 100, gen_random_uuid (), false)
  WHERE seq IS NOT NULL \gset
 SELECT count(*) FROM queen.ack ('', array_fill ('__QUEUE_MODE__'::text, ARRAY[:n]), ':pids'::bigint[],
   array_fill (NULL::text, ARRAY[:n]), ':seqs'::bigint[], array_fill ('completed'::text, ARRAY[:n]),
