@@ -95,7 +95,7 @@ s_ack (qn_codec_t *codec, qn_http_ctx_t *ctx)
     static const qn_hw_ack_msgs_t msgs = {
         "transactionId is required", "partitionId is required to ensure message uniqueness", ""
     };
-    qn_hw_call_t *c = qn_hw_call_new ();
+    qn_hw_call_t *c = qn_hw_call_new (ctx);
     qn_buf_t scratch = QN_BUF_INIT;
     char err [256];
     if (qn_http_parse_body (ctx, &c->doc))
@@ -116,7 +116,7 @@ done:
 static void
 s_ack_batch (qn_codec_t *codec, qn_http_ctx_t *ctx)
 {
-    qn_hw_call_t *c = qn_hw_call_new ();
+    qn_hw_call_t *c = qn_hw_call_new (ctx);
     qn_json_doc_t *doc = &c->doc;
     qn_buf_t scratch = QN_BUF_INIT;
     char err [256];

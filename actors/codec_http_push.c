@@ -89,7 +89,7 @@ s_configure_label (qn_http_ctx_t *ctx, const qn_json_doc_t *doc, const char *key
 static void
 s_configure (qn_codec_t *codec, qn_http_ctx_t *ctx)
 {
-    qn_hw_call_t *c = qn_hw_call_new ();
+    qn_hw_call_t *c = qn_hw_call_new (ctx);
     qn_json_doc_t *doc = &c->doc;
     qn_buf_t scratch = QN_BUF_INIT;
     const char *p, *why;
@@ -197,7 +197,7 @@ s_spool (qn_codec_t *codec, qn_http_ctx_t *ctx, qn_hw_call_t *c)
         if (c->items [i].txn < 0)
             qn_uuid_v7 (c->minted [i]);
         qn_hw_pack_item (&pk, &c->doc, &c->items [i], c->minted [i],
-                     c->sealed ? &c->sealed [i] : NULL, &scratch);
+                         c->sealed ? &c->sealed [i] : NULL, c->producer, &scratch);
     }
     qn_buf_free (&scratch);
     int rc = qn_codec_call (codec, ctx, "spool", QN_MSG_SPOOL_APPEND, sb.data, sb.size,
@@ -321,7 +321,8 @@ s_push_send (qn_codec_t *codec, qn_http_ctx_t *ctx, qn_hw_call_t *c)
     qn_hw_pack_cstr (&pk, ctx->tenant);
     msgpack_pack_array (&pk, c->count);
     for (uint32_t i = 0; i < c->count; i++)
-        qn_hw_pack_item (&pk, &c->doc, &c->items [i], NULL, c->sealed ? &c->sealed [i] : NULL, &scratch);
+        qn_hw_pack_item (&pk, &c->doc, &c->items [i], NULL, c->sealed ? &c->sealed [i] : NULL,
+                         c->producer, &scratch);
     qn_buf_free (&scratch);
     uint32_t timeout = (uint32_t) qn_codec_config (codec)->db_statement_timeout_ms + 2000;
     int rc = qn_codec_call (codec, ctx, "pg_writer", QN_MSG_PG_PUSH, sb.data, sb.size, timeout,
@@ -336,7 +337,7 @@ s_push_send (qn_codec_t *codec, qn_http_ctx_t *ctx, qn_hw_call_t *c)
 static void
 s_push (qn_codec_t *codec, qn_http_ctx_t *ctx)
 {
-    qn_hw_call_t *c = qn_hw_call_new ();
+    qn_hw_call_t *c = qn_hw_call_new (ctx);
     qn_json_doc_t *doc = &c->doc;
     qn_buf_t scratch = QN_BUF_INIT;
     char err [256];
@@ -425,7 +426,7 @@ s_on_extended (qn_codec_t *codec, qn_http_ctx_t *ctx, qn_pg_result_t *res, void 
 static void
 s_extend (qn_codec_t *codec, qn_http_ctx_t *ctx)
 {
-    qn_hw_call_t *c = qn_hw_call_new ();
+    qn_hw_call_t *c = qn_hw_call_new (ctx);
     const char *lease = qn_http_param (ctx, 0);
     uint8_t u [16];
     if (!lease || qn_uuid_parse (lease, strlen (lease), u)) {

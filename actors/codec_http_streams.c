@@ -565,7 +565,7 @@ s_cycle_send (qn_codec_t *codec, qn_http_ctx_t *ctx, qn_hw_call_t *c)
 static void
 s_cycle (qn_codec_t *codec, qn_http_ctx_t *ctx)
 {
-    qn_hw_call_t *c = qn_hw_call_new ();
+    qn_hw_call_t *c = qn_hw_call_new (ctx);
     s_cycle_t *cy = qn_zalloc (sizeof *cy);
     c->ext = cy;
     c->ext_free = free;

@@ -357,7 +357,7 @@ done:
 static void
 s_transaction (qn_codec_t *codec, qn_http_ctx_t *ctx)
 {
-    qn_hw_call_t *c = qn_hw_call_new ();
+    qn_hw_call_t *c = qn_hw_call_new (ctx);
     qn_json_doc_t *doc = &c->doc;
     qn_buf_t scratch = QN_BUF_INIT;
     if (qn_http_parse_body (ctx, doc))

@@ -13,10 +13,12 @@
 #include <string.h>
 
 qn_hw_call_t *
-qn_hw_call_new (void)
+qn_hw_call_new (const qn_http_ctx_t *ctx)
 {
     qn_hw_call_t *c = qn_zalloc (sizeof *c);
     qn_json_doc_init (&c->doc);
+    if (ctx && ctx->subject && ctx->subject [0])
+        c->producer = qn_strdup (ctx->subject);
     return c;
 }
 
@@ -38,6 +40,7 @@ qn_hw_call_free (qn_hw_call_t *c)
     free (c->queue);
     free (c->ns);
     free (c->task);
+    free (c->producer);
     free (c);
 }
 
@@ -278,7 +281,8 @@ s_sealed_at (const qn_hw_call_t *c, uint32_t i)
 
 void
 qn_hw_pack_item (msgpack_packer *pk, const qn_json_doc_t *doc, const qn_hw_item_t *it,
-                 const char *minted, const qn_buf_t *sealed, qn_buf_t *scratch)
+                 const char *minted, const qn_buf_t *sealed, const char *producer,
+                 qn_buf_t *scratch)
 {
     msgpack_pack_array (pk, it->has_nb ? 8 : 7);
     qn_hw_pack_tok (pk, doc, it->queue, scratch);
@@ -301,7 +305,10 @@ qn_hw_pack_item (msgpack_packer *pk, const qn_json_doc_t *doc, const qn_hw_item_
     else
         qn_hw_pack_payload (pk, doc, it->payload, "null");
     qn_hw_pack_tok (pk, doc, it->trace, scratch);
-    msgpack_pack_nil (pk);          //  Producer: the JWT subject, once auth exists
+    if (producer)
+        qn_hw_pack_cstr (pk, producer);
+    else
+        msgpack_pack_nil (pk);
     enc ? msgpack_pack_true (pk) : msgpack_pack_false (pk);
     if (it->has_nb)
         msgpack_pack_int64 (pk, it->nb_us);
@@ -342,7 +349,11 @@ qn_hw_pack_push_arrays (msgpack_packer *pk, const qn_hw_call_t *c, const char *d
                             qn_hw_pack_payload (pk, doc, it->payload, dflt);
                         break;
                 case 4: qn_hw_pack_tok (pk, doc, it->trace, scratch); break;
-                case 5: msgpack_pack_nil (pk); break;
+                case 5: if (c->producer)
+                            qn_hw_pack_cstr (pk, c->producer);
+                        else
+                            msgpack_pack_nil (pk);
+                        break;
                 default: sealed ? msgpack_pack_true (pk) : msgpack_pack_false (pk); break;
             }
         }

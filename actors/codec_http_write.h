@@ -68,11 +68,13 @@ typedef struct {
     uint32_t npush, nack;
     char *queue, *ns, *task;    //  Owned: configure
     char lease [QN_ID_STR_LEN + 1];         //  extend
+    char *producer;             //  Owned, or NULL: the verified JWT `sub` (§1.8)
     void *ext;                  //  Owned by the route: freed with ext_free
     void (*ext_free) (void *ext);
 } qn_hw_call_t;
 
-qn_hw_call_t *qn_hw_call_new (void);
+//  A call state; `ctx` (or NULL) gives the producer identity of its pushes.
+qn_hw_call_t *qn_hw_call_new (const qn_http_ctx_t *ctx);
 void qn_hw_call_free (qn_hw_call_t *c);
 
 // ------------------------------------------------------------------ JSON input
@@ -116,12 +118,15 @@ bool qn_hw_any_delay (const qn_hw_call_t *c);
 //  payload(bin), trace|nil, producer|nil, encrypted(, not_before_us)].
 //  The eighth field is there only for a delayed item. `sealed` (or NULL,
 //  or empty): the envelope that replaces the payload of an encrypted queue.
+//  `producer` (or NULL): the verified JWT subject (§1.8; a producerSub in
+//  the body is never read).
 void qn_hw_pack_item (msgpack_packer *pk, const qn_json_doc_t *doc, const qn_hw_item_t *it,
-                      const char *minted, const qn_buf_t *sealed, qn_buf_t *scratch);
+                      const char *minted, const qn_buf_t *sealed, const char *producer,
+                      qn_buf_t *scratch);
 //  The push arrays of queen.push / queen.txn / queen_streams.cycle for the
 //  call's push items: queues, partitions, txn ids, payloads (sealed, or
-//  the raw JSON, or dflt when absent), trace ids, producers, encrypted
-//  flags (7 arrays).
+//  the raw JSON, or dflt when absent), trace ids, producers (c->producer),
+//  encrypted flags (7 arrays).
 void qn_hw_pack_push_arrays (msgpack_packer *pk, const qn_hw_call_t *c, const char *dflt,
                              qn_buf_t *scratch);
 //  The not-before array of the call's push items (int8[] of Unix epoch
