@@ -278,27 +278,6 @@ s_on_pushed (qn_codec_t *codec, qn_http_ctx_t *ctx, qn_pg_result_t *res, void *a
     qn_hw_call_free (c);
 }
 
-//  A push with delayed items: one queen.push call of its own (PG_EXEC),
-//  with the not-before array the merged PG_PUSH statement lacks. Takes c.
-static void
-s_push_delayed (qn_codec_t *codec, qn_http_ctx_t *ctx, qn_hw_call_t *c)
-{
-    qn_buf_t scratch = QN_BUF_INIT;
-    msgpack_sbuffer sb;
-    msgpack_sbuffer_init (&sb);
-    msgpack_packer pk;
-    msgpack_packer_init (&pk, &sb, msgpack_sbuffer_write);
-    msgpack_pack_array (&pk, 10);
-    qn_hw_pack_cstr (&pk, ctx->tenant);
-    qn_hw_pack_push_arrays (&pk, c, "null", &scratch);
-    msgpack_pack_false (&pk);
-    qn_hw_pack_not_before (&pk, c);
-    qn_buf_free (&scratch);
-    if (qn_hw_exec (codec, ctx, QN_SQL_PUSH_AT, &sb, s_on_pushed, c))
-        qn_hw_call_free (c);
-    msgpack_sbuffer_destroy (&sb);
-}
-
 //  Sends a validated (and sealed) push to the spool or to pg_writer.
 //  Takes c.
 static void
@@ -306,10 +285,6 @@ s_push_send (qn_codec_t *codec, qn_http_ctx_t *ctx, qn_hw_call_t *c)
 {
     if (qn_codec_push_maintenance (codec) || qn_codec_spool_active (codec) || !qn_codec_db_up (codec)) {
         s_spool (codec, ctx, c);
-        return;
-    }
-    if (qn_hw_any_delay (c)) {
-        s_push_delayed (codec, ctx, c);
         return;
     }
     qn_buf_t scratch = QN_BUF_INIT;

@@ -410,7 +410,7 @@ s_build_push_batch (self_t *self)
 {
     s_job_t *j = qn_zalloc (sizeof *j);
     j->kind = J_PUSH;
-    j->stmt_id = QN_SQL_PUSH;
+    j->stmt_id = QN_SQL_PUSH_AT;
     s_push_req_t *last = NULL;
     uint32_t parts = 0;
     uint64_t seen [S_PUSH_MAX_PARTS];
@@ -493,6 +493,31 @@ s_build_push_batch (self_t *self)
     qn_buf_putc (&j->params, 0);
     j->lengths [8] = 1;
     j->formats [8] = 1;
+    //  Per-message not-before instants (item field 7, us since the epoch),
+    //  or NULL for the whole batch when no item is delayed.
+    j->nparams = 10;
+    bool delayed = false;
+    for (s_push_req_t *r = j->reqs; r && !delayed; r = r->next)
+        for (uint32_t i = 0; i < r->items->via.array.size && !delayed; i++)
+            delayed = r->items->via.array.ptr [i].type == MSGPACK_OBJECT_ARRAY
+                   && r->items->via.array.ptr [i].via.array.size > 7;
+    j->offsets [9] = j->params.len;
+    j->nulls [9] = !delayed;
+    j->formats [9] = 1;
+    if (delayed) {
+        qn_pg_array_t a;
+        qn_pg_array_begin (&a, &j->params, QN_OID_INT8);
+        for (s_push_req_t *r = j->reqs; r; r = r->next)
+            for (uint32_t i = 0; i < r->items->via.array.size; i++) {
+                const msgpack_object *item = &r->items->via.array.ptr [i];
+                const msgpack_object *nb = item->type == MSGPACK_OBJECT_ARRAY
+                                        && item->via.array.size > 7 ? &item->via.array.ptr [7] : NULL;
+                if (qn_pg_array_add (&a, nb, err, sizeof err))
+                    qn_pg_array_add (&a, NULL, err, sizeof err);
+            }
+        qn_pg_array_end (&a);
+    }
+    j->lengths [9] = (int) (j->params.len - j->offsets [9]);
     return j;
 }
 

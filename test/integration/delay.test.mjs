@@ -159,3 +159,25 @@ test('bad values are 400s naming the field; nothing is stored', async () => {
     await push([{ queue: Q, payload: 1, delayMs: null, deliverAt: null }, { queue: Q, payload: 2, delayMs: 0 }]);
     assert.deepEqual((await pop(Q)).map((m) => m.data), [1, 2]);
 });
+
+test('a delayed push that goes through the spool keeps its delay when replayed', async () => {
+    const Q = 'dl.spool';
+    const maint = (enabled) => http(`${U}/api/v1/system/maintenance`, { method: 'POST', body: { enabled } });
+    assert.equal((await maint(true)).status, 200);
+    const t0 = Date.now();
+    const res = await push([{ queue: Q, payload: { v: 1 }, delayMs: 2500, transactionId: 'dl-spool-1' }]);
+    assert.equal(res[0].status, 'buffered');
+    assert.equal((await maint(false)).status, 200);
+    //  Replayed into PostgreSQL, still not deliverable before its instant.
+    let stored = '0';
+    for (let i = 0; i < 100 && stored === '0'; i++) {
+        stored = await psql(`SELECT count(*) FROM queen.messages WHERE txn_id = 'dl-spool-1'`, { db: broker.db });
+        if (stored === '0')
+            await sleep(50);
+    }
+    assert.equal(stored, '1');
+    if (Date.now() - t0 < 2000)
+        assert.deepEqual(await pop(Q), []);
+    await sleep(Math.max(0, 2700 - (Date.now() - t0)));
+    assert.deepEqual((await pop(Q)).map((m) => m.data.v), [1]);
+});
