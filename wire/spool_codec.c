@@ -174,9 +174,14 @@ s_str_or_nil (const msgpack_object *o)
 static bool
 s_item_ok (const msgpack_object *item)
 {
-    if (!s_is (item, MSGPACK_OBJECT_ARRAY) || item->via.array.size != 7)
+    uint32_t n = s_is (item, MSGPACK_OBJECT_ARRAY) ? item->via.array.size : 0;
+    if (n != 7 && n != 8)
         return false;
     const msgpack_object *f = item->via.array.ptr;
+    //  Field 7, when present: the not-before instant (us since the epoch).
+    if (n == 8 && !s_is (&f [7], MSGPACK_OBJECT_POSITIVE_INTEGER)
+    &&  !s_is (&f [7], MSGPACK_OBJECT_NEGATIVE_INTEGER) && !s_is (&f [7], MSGPACK_OBJECT_NIL))
+        return false;
     return s_is (&f [0], MSGPACK_OBJECT_STR)
         && s_str_or_nil (&f [1]) && s_str_or_nil (&f [2])
         && (s_is (&f [3], MSGPACK_OBJECT_BIN) || s_is (&f [3], MSGPACK_OBJECT_STR))

@@ -72,7 +72,8 @@ int64_t
 
 //  Checks an append body ([tenant, [item...]], items as in actors.h:
 //  queue string, partition string|nil, txn string|nil, payload bin|string,
-//  trace string|nil, producer string|nil, encrypted bool|nil). Returns the
+//  trace string|nil, producer string|nil, encrypted bool|nil[, not-before
+//  us int|nil]). Returns the
 //  item count (>= 1), or -1.
 int64_t
     qn_spool_body_check (const char *buf, size_t len);
