@@ -143,7 +143,7 @@ node "$HERE/card_load.mjs" --url "$URL" --queue "$Q" --checkpoints "$CHECKPOINTS
     --checkpoint-cmd "sh $T/checkpoint.sh" > "$T/card.jsonl" &
 LPID=$!
 #  Echo progress while it runs
-tail -f "$T/card.jsonl" --pid=$LPID 2>/dev/null | sed 's/^/cardinality: /' >&2 &
+tail -f "$T/card.jsonl" --pid=$LPID 2>/dev/null | while IFS= read -r l; do echo "cardinality: $l" >&2; done &
 TPID=$!
 wait "$LPID" || rc=$?
 LPID=""
