@@ -100,13 +100,17 @@ EOF
 }
 {
     cat <<EOF
-VACUUM queen.ready;
 LOAD 'auto_explain';
 SET auto_explain.log_min_duration = 0;
 SET auto_explain.log_analyze = on;
 SET auto_explain.log_buffers = on;
 SET auto_explain.log_timing = off;
 SET auto_explain.log_nested_statements = on;
+SELECT /* warm:pop_empty */ count(*) FROM queen.pop ('', '$Q', NULL, NULL, NULL, NULL, 100, 10, gen_random_uuid (), false);
+SET client_min_messages = log;
+SELECT /* probe:pop_unvac */ count(*) FROM queen.pop ('', '$Q', NULL, NULL, NULL, NULL, 100, 10, gen_random_uuid (), false);
+SET client_min_messages = notice;
+VACUUM queen.ready;
 EOF
     probe_round warm0: 0
     probe_round warm1: 1
@@ -125,6 +129,8 @@ EOF
 cat > "$T/checkpoint.sh" <<EOF
 #!/bin/sh
 N=\$QN_CARD_PARTITIONS
+#  Dead tuples the load left in ready (before the probe's VACUUM)
+D=\$($PSQL -d $DB -c "SELECT 'ready_dead=' || n_dead_tup || ' claim_kb=' || pg_relation_size ('queen.ready_claim') / 1024 FROM pg_stat_user_tables WHERE relid = 'queen.ready'::regclass")
 PGOPTIONS="-c qn.n=\$N" $PSQL -d $DB -f "$T/probe.sql" > "$T/probe_\$N.log" 2>&1 || { cat "$T/probe_\$N.log" >&2; exit 1; }
 B=\$(awk '/Query Text:.*probe:/ { sub(/.*probe:/, ""); sub(/ .*/, ""); name = \$0; next }
           name != "" && /Buffers:/ { h = 0; r = 0
@@ -132,7 +138,7 @@ B=\$(awk '/Query Text:.*probe:/ { sub(/.*probe:/, ""); sub(/ .*/, ""); name = \$
               if (match(\$0, /read=[0-9]+/)) r = substr(\$0, RSTART + 5, RLENGTH - 5)
               printf " %s=%d", name, h + r; name = "" }' "$T/probe_\$N.log")
 S=\$($PSQL -d $DB -F ' ' -f "$T/sizes.sql")
-echo "\$N \$S\$B" >> "$T/checkpoints.txt"
+echo "\$N \$S\$B \$D" >> "$T/checkpoints.txt"
 EOF
 
 # ---------------------------------------------------------------- run
@@ -199,15 +205,16 @@ report () {
         done
         echo
         echo "storage and buffers touched by one call of each hot function (auto_explain, at the checkpoint):"
-        printf "%-11s %9s %10s %10s %10s %10s %11s %6s %6s %6s %6s %6s %6s %6s\n" partitions "ready" "cursors" \
-            "part MiB" "ready MiB" "curs MiB" "msgs MiB" push pop ack empty newp popnew acknew
+        printf "%-11s %9s %10s %10s %10s %10s %11s %6s %6s %6s %6s %6s %6s %6s %7s %8s %8s\n" partitions "ready" "cursors" \
+            "part MiB" "ready MiB" "curs MiB" "msgs MiB" push pop ack empty newp popnew acknew unvac "dead" "claimKB"
         [ -f "$T/checkpoints.txt" ] && while read -r N parts ready curs msgs pb rb cb mb db rest; do
             buf () { echo " $rest" | sed -n "s/.* $1=\\([0-9]*\\).*/\\1/p"; }
-            printf "%-11s %9s %10s %10.1f %10.1f %10.1f %11.1f %6s %6s %6s %6s %6s %6s %6s\n" "$(fmt_int "$parts")" \
+            printf "%-11s %9s %10s %10.1f %10.1f %10.1f %11.1f %6s %6s %6s %6s %6s %6s %6s %7s %8s %8s\n" "$(fmt_int "$parts")" \
                 "$(fmt_int "$ready")" "$(fmt_int "$curs")" \
                 "$(awk -v b="$pb" 'BEGIN { print b / 1048576 }')" "$(awk -v b="$rb" 'BEGIN { print b / 1048576 }')" \
                 "$(awk -v b="$cb" 'BEGIN { print b / 1048576 }')" "$(awk -v b="$mb" 'BEGIN { print b / 1048576 }')" \
-                "$(buf push_existing)" "$(buf pop)" "$(buf ack)" "$(buf pop_empty)" "$(buf push_new)" "$(buf pop_new)" "$(buf ack_new)"
+                "$(buf push_existing)" "$(buf pop)" "$(buf ack)" "$(buf pop_empty)" "$(buf push_new)" "$(buf pop_new)" "$(buf ack_new)" \
+                "$(buf pop_unvac)" "$(buf ready_dead)" "$(buf claim_kb)"
         done < "$T/checkpoints.txt"
         if [ "$(wc -l < "$T/checkpoints.txt" 2>/dev/null || echo 0)" -ge 2 ]; then
             set -- $(head -n 1 "$T/checkpoints.txt")
@@ -224,7 +231,9 @@ report () {
         echo "probe columns: buffers (shared hit+read) of one call: push = queen.push of 100 msgs to 10 hot partitions," \
              "pop = wildcard pop batch 100 partitions 10 (gets them), ack = queen.ack of those 100, empty = the same pop" \
              "finding nothing, newp = push of 100 msgs to 100 new partitions, popnew = pop batch 100 partitions 100 of those, acknew = their ack;" \
-             "each measured in the third round of one session after VACUUM queen.ready (so no dead index entries from the load are counted)."
+             "each measured in the third round of one session after VACUUM queen.ready (so no dead index entries from the load are counted);" \
+             "unvac = the empty pop before that VACUUM (second call: dead ready_claim entries left by the load)," \
+             "dead = n_dead_tup of queen.ready then, claimKB = size of its claim index."
         echo "elapsed $(( $(date +%s) - START )) s; load generator status $rc"
         sed 's/^/raw: /' "$T/card.jsonl"
     } | tee "$OUT"
