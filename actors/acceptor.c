@@ -3,7 +3,8 @@
     into one shared buffer, HTTP/1.1 framing (wire/http_api.c over
     llhttp), pipelined requests answered in order, 100-continue, limits
     (body 413, head 431, slow request 408, idle keep-alive close,
-    connection cap 503) and graceful close.
+    connection cap 503) and graceful close; after an error answer the
+    connection lingers (input drained) so the client reads the answer.
     Receives  QN_MSG_HTTP_RESPONSE from codec_http; STOP
     Sends     QN_MSG_HTTP_REQUEST, QN_MSG_HTTP_CLOSED, QN_MSG_HTTP_DRAINED
               to codec_http
@@ -32,6 +33,12 @@
 #define S_READ_CHUNK      65536
 #define S_MAX_IN_FLIGHT   64            //  Pipelined requests per connection
 #define S_OUT_SOFT_LIMIT  (1024 * 1024) //  Stop reading while more is unsent
+//  After an error answer (413, 431, 400, 408) the client may still be
+//  sending its request. Closing with unread input makes the kernel send a
+//  reset, which can destroy the answer before the client reads it, so we
+//  half-close and read and drop input for up to this long, then close
+//  (the "lingering close" of nginx and Apache).
+#define S_LINGER_MS       2000
 #define S_TO              "codec_http"
 
 typedef struct {
@@ -55,6 +62,8 @@ typedef struct {
     uint32_t in_flight;
     bool paused;                //  Not reading (limits or back-pressure)
     bool closing;               //  Close once in_flight responses are out
+    bool linger;                //  An error answer: linger before closing
+    int64_t linger_until_ms;    //  Lingering (write side shut) until then
     bool watching_out;
     qn_buf_t parked_body;       //  A request the codec could not take yet
     qn_frame_t parked_frame;
@@ -79,12 +88,14 @@ typedef struct {
 
 static void s_process (self_t *self, s_conn_t *c, const char *data, size_t len);
 static void s_resume (self_t *self, s_conn_t *c);
+static void s_queue_response (s_conn_t *c, uint32_t seq, const char *data, size_t len, bool close);
 
 // ------------------------------------------------------------------ connections
 static void
 s_watch (self_t *self, s_conn_t *c)
 {
-    uint32_t ev = (c->paused || c->closing ? 0 : QN_FD_IN) | (c->watching_out ? QN_FD_OUT : 0);
+    bool reading = c->linger_until_ms || !(c->paused || c->closing);
+    uint32_t ev = (reading ? QN_FD_IN : 0) | (c->watching_out ? QN_FD_OUT : 0);
     qn_fd_modify (self->kernel, c->fd, ev);
 }
 
@@ -121,7 +132,22 @@ s_close (self_t *self, s_conn_t *c)
         qn_actor_done (self->kernel);
 }
 
-//  Writes what it can. Returns false if the connection was closed.
+//  Closes c, or after an error answer starts its lingering close: the
+//  write side is shut (the client sees the end of the answer) and input is
+//  read and dropped until the client closes or S_LINGER_MS pass.
+static void
+s_finish (self_t *self, s_conn_t *c)
+{
+    if (!c->linger || c->linger_until_ms || shutdown (c->fd, SHUT_WR)) {
+        s_close (self, c);
+        return;
+    }
+    c->linger_until_ms = qn_now_ms () + S_LINGER_MS;
+    s_watch (self, c);
+}
+
+//  Writes what it can. Returns false if the connection was closed (or is
+//  lingering before it closes: either way, it takes no more requests).
 static bool
 s_flush (self_t *self, s_conn_t *c)
 {
@@ -154,7 +180,7 @@ s_flush (self_t *self, s_conn_t *c)
         s_watch (self, c);
     }
     if (c->closing && c->in_flight == 0) {
-        s_close (self, c);
+        s_finish (self, c);
         return false;
     }
     if (c->paused && !c->parked && c->in_flight < S_MAX_IN_FLIGHT)
@@ -162,14 +188,21 @@ s_flush (self_t *self, s_conn_t *c)
     return true;
 }
 
+//  Answers the request being parsed with an error, then the connection
+//  closes. The answer takes that request's place in line: answers to
+//  earlier pipelined requests still in flight go out before it.
 static void
 s_error_reply (self_t *self, s_conn_t *c, int status, const char *msg)
 {
-    qn_buf_t body = QN_BUF_INIT;
+    qn_buf_t body = QN_BUF_INIT, response = QN_BUF_INIT;
     qn_json_error_body (&body, msg);
-    qn_http_response (&c->out, status, "application/json", NULL, body.data, body.len, false);
+    qn_http_response (&response, status, "application/json", NULL, body.data, body.len, false);
+    c->in_flight++;
+    s_queue_response (c, c->next_seq++, response.data, response.len, true);
     qn_buf_free (&body);
+    qn_buf_free (&response);
     c->closing = true;
+    c->linger = true;
     s_watch (self, c);
     qn_count (self->kernel, "http_errors_framing", 1);
 }
@@ -362,6 +395,13 @@ s_on_client_fd (self_t *self, s_conn_t *c, uint32_t events)
         s_close (self, c);
         return;
     }
+    if (c->linger_until_ms) {
+        //  Lingering: drop what the client still sends, close at its end.
+        ssize_t n = read (c->fd, self->read_buf, S_READ_CHUNK);
+        if (n == 0 || (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR))
+            s_close (self, c);
+        return;
+    }
     if (events & QN_FD_OUT)
         if (!s_flush (self, c))
             return;
@@ -498,6 +538,11 @@ s_sweep_one (void *arg, uint64_t key, void *value)
     s_sweep_t *sw = arg;
     s_conn_t *c = value;
     const qn_config_t *cfg = sw->self->config;
+    if (c->linger_until_ms) {
+        if (sw->now >= c->linger_until_ms)
+            qn_buf_append (&sw->ids, &key, sizeof key);
+        return;
+    }
     bool slow = c->request_ms && qn_http_parser_in_request (c->parser)
              && sw->now - c->request_ms > cfg->request_timeout_ms;
     bool idle = !c->in_flight && !qn_http_parser_in_request (c->parser)
@@ -519,6 +564,9 @@ s_on_sweep (void *self_, void *arg)
         s_conn_t *c = qn_hashmap_get (self->conns, id);
         if (!c)
             continue;
+        if (c->linger_until_ms)
+            s_close (self, c);          //  Lingered long enough
+        else
         if (qn_http_parser_in_request (c->parser) && !c->closing) {
             qn_count (self->kernel, "http_request_timeouts", 1);
             s_error_reply (self, c, 408, "request timeout");
