@@ -35,7 +35,7 @@ BEGIN
     END;
   END IF;
   IF n IS NULL OR n = 'NaN'::numeric OR n <> trunc(n) OR n < 0 OR n > 2147483647 THEN
-    RAISE EXCEPTION 'invalid value for option %: % (expected an integer between 0 and 2147483647)', k, v::text
+    RAISE EXCEPTION 'invalid value for option %: % (expected an integer between 0 and 2147483647)', k, left(v::text, 64)
       USING ERRCODE = '22023';
   END IF;
   RETURN n::int;
@@ -63,7 +63,7 @@ BEGIN
     b := (v #>> '{}') = '1';
   END IF;
   IF b IS NULL THEN
-    RAISE EXCEPTION 'invalid value for option %: % (expected a boolean)', k, v::text
+    RAISE EXCEPTION 'invalid value for option %: % (expected a boolean)', k, left(v::text, 64)
       USING ERRCODE = '22023';
   END IF;
   RETURN b;
