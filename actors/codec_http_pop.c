@@ -647,12 +647,14 @@ s_notify (qn_codec_t *codec, qn_http_ctx_t *ctx)
     qn_buf_t queue = QN_BUF_INIT, part = QN_BUF_INIT;
     int qt = qn_json_type (&doc, 0) == QN_JSON_OBJECT ? qn_json_get (&doc, 0, "queue") : -1;
     int pt = qn_json_type (&doc, 0) == QN_JSON_OBJECT ? qn_json_get (&doc, 0, "partition") : -1;
-    if (qt < 0 || qn_json_str (&doc, qt, &queue) != 0) {
+    if (qt < 0 || qn_json_str (&doc, qt, &queue) != 0)
         qn_http_reply_error (ctx, 400, "queue is required");
-    }
     else
-    if (pt >= 0 && qn_json_type (&doc, pt) == QN_JSON_STRING
-    &&  qn_json_str (&doc, pt, &part) == 0) {
+    if (queue.len > 255 || (pt >= 0 && qn_json_type (&doc, pt) == QN_JSON_STRING
+                            && qn_json_str (&doc, pt, &part) == 0 && part.len > 255))
+        qn_http_reply_error (ctx, 400, "queue and partition must be at most 255 bytes");
+    else
+    if (part.len) {
         msgpack_sbuffer b;
         msgpack_sbuffer_init (&b);
         msgpack_packer pk;
