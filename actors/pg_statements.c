@@ -98,6 +98,16 @@ static const qn_sql_stmt_t s_stmts [QN_SQL_COUNT_] = {
         { QN_OID_INT8_ARR } },
     [QN_SQL_STATE_SWEEP] = { "state_sweep",
         "SELECT queen.kv_sweep ($1), queen.timer_sweep ($1, $2)", 2, { QN_OID_INT4, QN_OID_INT4 } },
+    [QN_SQL_BUNDLE] = { "bundle",
+        "SELECT idx, kind, seq, partition_id, queue_name, dlq, version, at, status, timer_row"
+        " FROM queen.bundle ($1, $2, $3, $4, $5, $6, $7, $8, $9, queen.ts_of_us ($10),"
+        " $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21, $22, $23,"
+        " $24, $25, $26, $27, $28, $29, $30, $31)", 31,
+        { T, TA,
+          TA, TA, TA, QN_OID_BYTEA_ARR, QN_OID_UUID_ARR, TA, QN_OID_BOOL_ARR, QN_OID_INT8_ARR,
+          TA, QN_OID_INT8_ARR, TA, QN_OID_INT8_ARR, TA, QN_OID_UUID_ARR, TA, QN_OID_UUID_ARR,
+          TA, TA, QN_OID_BYTEA_ARR, QN_OID_INT8_ARR, QN_OID_INT4_ARR,
+          TA, TA, TA, QN_OID_BYTEA_ARR, TA, QN_OID_BOOL_ARR, QN_OID_INT8_ARR, QN_OID_INT8_ARR } },
 };
 
 const qn_sql_stmt_t *

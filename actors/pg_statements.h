@@ -10,7 +10,7 @@
 
 #include "wire/pg_codec.h"
 
-#define QN_SQL_MAX_PARAMS 24
+#define QN_SQL_MAX_PARAMS 32
 
 typedef enum {
     QN_SQL_RAW = 0,             //  Not prepared: SQL text comes with the request
@@ -41,6 +41,7 @@ typedef enum {
     QN_SQL_TIMER_DUE,
     QN_SQL_TIMER_FIRE,
     QN_SQL_STATE_SWEEP,         //  Expired kv rows and old fired-timer records
+    QN_SQL_BUNDLE,              //  Transactions with riders (schema/031_bundle.sql)
     QN_SQL_COUNT_
 } qn_sql_id_t;
 

@@ -237,6 +237,29 @@ BEGIN
 END
 $$;
 
+-- The strict-push check (transactions): the first item, by ord, whose
+-- transactionId is already stored in its partition or repeats an earlier
+-- item of the call for the same partition; all NULL when there is none.
+-- Partition locks held (pq/pn/ppid as _lock_partitions returns them).
+CREATE FUNCTION queen._push_dup(p_queues text[], p_parts text[], p_txn_ids text[],
+  pq text[], pn text[], ppid bigint[], OUT txn text, OUT part text, OUT ord int)
+-- plpgsql, not sql: its plan is cached (a SQL function is planned on every
+-- call, and planning a statement on the partitioned queen.messages is costly)
+LANGUAGE plpgsql AS $$
+#variable_conflict use_column
+BEGIN
+  SELECT t.txn, pr.n, t.ord::int INTO txn, part, ord
+    FROM unnest(p_queues, p_parts, p_txn_ids) WITH ORDINALITY AS t(q, n, txn, ord)
+    JOIN unnest(pq, pn, ppid) AS pr(q, n, pid) ON pr.q = t.q AND pr.n = COALESCE(t.n, 'Default')
+   WHERE NULLIF(t.txn, '') IS NOT NULL
+     AND (EXISTS (SELECT 1 FROM queen.messages m WHERE m.partition_id = pr.pid AND m.txn_id = t.txn)
+          OR EXISTS (SELECT 1 FROM unnest(p_queues, p_parts, p_txn_ids) WITH ORDINALITY AS t2(q, n, txn, ord)
+                      WHERE t2.ord < t.ord AND t2.q = t.q AND COALESCE(t2.n, 'Default') = pr.n
+                        AND t2.txn = t.txn))
+   ORDER BY t.ord LIMIT 1;
+END
+$$;
+
 -- Dedup + insert + ready rows (+ window bump, maxSize check), locks held.
 -- p_not_before[i] (NULL or a NULL array: none): message i is not delivered
 -- before that instant; an instant already past is stored as NULL.
@@ -252,17 +275,9 @@ DECLARE
   v_full record;
 BEGIN
   IF p_strict THEN
-    SELECT t.txn, pr.n, t.ord INTO v_dup
-    FROM unnest(p_queues, p_parts, p_txn_ids) WITH ORDINALITY AS t(q, n, txn, ord)
-    JOIN unnest(pq, pn, ppid) AS pr(q, n, pid) ON pr.q = t.q AND pr.n = COALESCE(t.n, 'Default')
-    WHERE NULLIF(t.txn, '') IS NOT NULL
-      AND (EXISTS (SELECT 1 FROM queen.messages m WHERE m.partition_id = pr.pid AND m.txn_id = t.txn)
-           OR EXISTS (SELECT 1 FROM unnest(p_queues, p_parts, p_txn_ids) WITH ORDINALITY AS t2(q, n, txn, ord)
-                       WHERE t2.ord < t.ord AND t2.q = t.q AND COALESCE(t2.n, 'Default') = pr.n
-                         AND t2.txn = t.txn))
-    ORDER BY t.ord LIMIT 1;
-    IF FOUND THEN
-      RAISE EXCEPTION 'duplicate transactionId % in partition %', v_dup.txn, v_dup.n
+    v_dup := queen._push_dup(p_queues, p_parts, p_txn_ids, pq, pn, ppid);
+    IF v_dup.ord IS NOT NULL THEN
+      RAISE EXCEPTION 'duplicate transactionId % in partition %', v_dup.txn, v_dup.part
         USING ERRCODE = '23505', DETAIL = format('op=push:%s', v_dup.ord);
     END IF;
   END IF;
@@ -1187,34 +1202,20 @@ $$;
 -- ---------------------------------------------------------------------------
 -- transaction (spec 3.12): all pushes and acks in one transaction
 -- ---------------------------------------------------------------------------
-CREATE FUNCTION queen.txn(p_tenant text, p_queues text[], p_parts text[], p_txn_ids text[],
-  p_payloads bytea[], p_trace_ids uuid[], p_producers text[], p_encrypted bool[],
-  p_groups text[], p_pids bigint[], p_ack_txn text[], p_ack_seqs bigint[], p_ack_statuses text[],
-  p_ack_lease_ids uuid[], p_ack_errors text[], p_required_leases uuid[],
-  p_not_before timestamptz[] DEFAULT NULL)
-RETURNS TABLE(kind text, ord int, seq bigint, partition_id bigint, queue_id int, queue_name text,
-  success bool, error text, dlq bool)
-LANGUAGE plpgsql
--- generic plans: the statements are written to plan well without the parameter
--- values; custom plans would re-plan every call (~0.3 ms per statement that
--- touches the partitioned queen.messages). See docs/storage.md.
-SET plan_cache_mode = force_generic_plan
-AS $$
+-- The locks of a transaction (queen.txn, queen.bundle): groups named by acks
+-- that do not exist yet are created (their queues locked exclusively, with
+-- the push queues shared, in one ascending L0 pass), then L1 for the union
+-- of push and ack partitions, ascending. Returns what _lock_partitions
+-- returns for the push items (all NULL without pushes).
+CREATE FUNCTION queen._txn_lock(p_tenant text, p_queues text[], p_parts text[], p_groups text[],
+  p_pids bigint[], OUT pq text[], OUT pn text[], OUT ppid bigint[], OUT pqid int[])
+LANGUAGE plpgsql AS $$
 #variable_conflict use_column
 DECLARE
   v_npush int := COALESCE(array_length(p_queues, 1), 0);
-  v_nack  int := COALESCE(array_length(p_pids, 1), 0);
   v_newg  record;
   v_excl  int[];
   lp      record;
-  v_bad   int;
-  v_code  text;
-  k_ord   int[];
-  k_seq   bigint[];
-  k_qid   int[];
-  k_qn    text[];
-  k_dlq   bool[];
-  i       int;
 BEGIN
   -- groups named by acks that do not exist yet are created (exclusive queue lock)
   SELECT array_agg(DISTINCT q.id ORDER BY q.id) INTO v_excl
@@ -1245,22 +1246,66 @@ BEGIN
   -- L1: partition locks for the union of push and ack partitions, ascending
   IF v_npush > 0 THEN
     lp := queen._lock_partitions(p_tenant, p_queues, p_parts, p_pids);
+    pq := lp.pq;
+    pn := lp.pn;
+    ppid := lp.ppid;
+    pqid := lp.pqid;
   ELSE
     PERFORM pg_advisory_xact_lock(x)
        FROM (SELECT DISTINCT x FROM unnest(p_pids) x WHERE x IS NOT NULL ORDER BY x) s;
   END IF;
+END
+$$;
+
+-- requiredLeases (spec 3.12): each must be held and unexpired now, else
+-- QN409, DETAIL op=lease:<i> (1-based).
+CREATE FUNCTION queen._txn_required(p_required_leases uuid[]) RETURNS void
+LANGUAGE plpgsql AS $$
+DECLARE
+  i int;
+BEGIN
+  FOR i IN 1..COALESCE(array_length(p_required_leases, 1), 0) LOOP
+    IF p_required_leases[i] IS NULL OR NOT EXISTS (
+         SELECT 1 FROM queen.ready r
+          WHERE r.lease_id = p_required_leases[i] AND r.avail_at > now()) THEN
+      RAISE EXCEPTION 'Required lease % is invalid or expired', p_required_leases[i]
+        USING ERRCODE = 'QN409', DETAIL = format('op=lease:%s', i);
+    END IF;
+  END LOOP;
+END
+$$;
+
+CREATE FUNCTION queen.txn(p_tenant text, p_queues text[], p_parts text[], p_txn_ids text[],
+  p_payloads bytea[], p_trace_ids uuid[], p_producers text[], p_encrypted bool[],
+  p_groups text[], p_pids bigint[], p_ack_txn text[], p_ack_seqs bigint[], p_ack_statuses text[],
+  p_ack_lease_ids uuid[], p_ack_errors text[], p_required_leases uuid[],
+  p_not_before timestamptz[] DEFAULT NULL)
+RETURNS TABLE(kind text, ord int, seq bigint, partition_id bigint, queue_id int, queue_name text,
+  success bool, error text, dlq bool)
+LANGUAGE plpgsql
+-- generic plans: the statements are written to plan well without the parameter
+-- values; custom plans would re-plan every call (~0.3 ms per statement that
+-- touches the partitioned queen.messages). See docs/storage.md.
+SET plan_cache_mode = force_generic_plan
+AS $$
+#variable_conflict use_column
+DECLARE
+  v_npush int := COALESCE(array_length(p_queues, 1), 0);
+  v_nack  int := COALESCE(array_length(p_pids, 1), 0);
+  lp      record;
+  v_bad   int;
+  v_code  text;
+  k_ord   int[];
+  k_seq   bigint[];
+  k_qid   int[];
+  k_qn    text[];
+  k_dlq   bool[];
+BEGIN
+  -- L0 (and group creation), L1
+  lp := queen._txn_lock(p_tenant, p_queues, p_parts, p_groups, p_pids);
 
   -- required leases: each must be held and unexpired now
-  IF p_required_leases IS NOT NULL THEN
-    FOR i IN 1..COALESCE(array_length(p_required_leases, 1), 0) LOOP
-      IF p_required_leases[i] IS NULL OR NOT EXISTS (
-           SELECT 1 FROM queen.ready r
-            WHERE r.lease_id = p_required_leases[i] AND r.avail_at > now()) THEN
-        RAISE EXCEPTION 'Required lease % is invalid or expired', p_required_leases[i]
-          USING ERRCODE = 'QN409', DETAIL = format('op=lease:%s', i);
-      END IF;
-    END LOOP;
-  END IF;
+  PERFORM queen._txn_required(p_required_leases);
 
   -- acks (transaction semantics), failing the whole transaction on any error
   IF v_nack > 0 THEN
