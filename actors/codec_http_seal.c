@@ -1,6 +1,6 @@
 /*  actors/codec_http_seal.c - payload encryption of the write routes
     Payloads of queues with encryptionEnabled (§2.10) are sealed before
-    PG_PUSH, the spool, queen.txn or queen_streams.cycle, so nothing
+    PG_PUSH, the spool, queen.bundle or queen_streams.cycle, so nothing
     downstream ever holds their plaintext (qn_hw_seal_then, used by the
     push, transaction and streams cycle routes; configure reports its
     settings through qn_hw_configured_encryption).
@@ -24,7 +24,7 @@
 
 // ------------------------------------------------------------------ encryption
 //  Payloads of queues with encryptionEnabled (§2.10) are sealed here, before
-//  PG_PUSH, the spool or queen.txn, so nothing downstream ever holds their
+//  PG_PUSH, the spool or queen.bundle, so nothing downstream ever holds their
 //  plaintext. Which queues: a cache of name -> encryptionEnabled, asked
 //  again with one raw query on pg_reader for the queues of a push not
 //  confirmed in the last S_QCONF_TTL_MS (no round trip when warm), and set
