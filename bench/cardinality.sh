@@ -23,7 +23,9 @@
 #   QN_BENCH_SCENARIO_TIMEOUT=1800 sh bench/run.sh build cardinality
 # Environment: QN_CARD_CHECKPOINTS (1000,100000,1000000), QN_CARD_RATE
 # (4000), QN_CARD_STEADY (1000), QN_CARD_WINDOW (15), QN_CARD_MAX_SECONDS
-# (1700: the load generator gives up after that).
+# (1700: the load generator gives up after that), QN_CARD_DRAIN_TIMEOUT (900 s
+# for the consumers to catch up at a checkpoint; on a busy machine they fall
+# behind the growth).
 set -eu
 
 HERE=$(cd "$(dirname "$0")" && pwd -P)
@@ -36,6 +38,7 @@ RATE="${QN_CARD_RATE:-4000}"
 STEADY="${QN_CARD_STEADY:-1000}"
 WINDOW="${QN_CARD_WINDOW:-15}"
 MAX_SECONDS="${QN_CARD_MAX_SECONDS:-1700}"
+DRAIN="${QN_CARD_DRAIN_TIMEOUT:-900}"
 OUT="$QN_BENCH_OUT/cardinality.txt"
 T="$QN_TMP"
 DB=bench_cardinality
@@ -145,7 +148,7 @@ EOF
 echo "cardinality: growing queue '$Q' to $CHECKPOINTS partitions at $RATE/s (load avg: $(cut -d' ' -f1-3 /proc/loadavg))"
 : > "$T/card.jsonl"
 node "$HERE/card_load.mjs" --url "$URL" --queue "$Q" --checkpoints "$CHECKPOINTS" --rate "$RATE" \
-    --steady-rate "$STEADY" --window "$WINDOW" --max-seconds "$MAX_SECONDS" \
+    --steady-rate "$STEADY" --window "$WINDOW" --max-seconds "$MAX_SECONDS" --drain-timeout "$DRAIN" \
     --checkpoint-cmd "sh $T/checkpoint.sh" > "$T/card.jsonl" &
 LPID=$!
 #  Echo progress while it runs
