@@ -6,19 +6,9 @@
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import crypto from 'node:crypto';
-import { http, psql, startBroker, sleep, waitFor } from './lib.mjs';
+import { http, psql, startBroker, sleep, waitFor, warmUp, configureQueue, pushItems } from './lib.mjs';
 
 let b;                          //  The broker of this file
-
-//  Until the spool's first report a fresh broker buffers pushes (so nothing
-//  overtakes items spooled before a restart); wait until pushes go straight
-//  to PostgreSQL, which the tests below assume.
-async function warmUp (url) {
-    await waitFor(async () => {
-        const res = await http(`${url}/api/v1/push`, { method: 'POST', body: { items: [{ queue: 'warm-up', payload: 0 }] } });
-        return res.status === 201 && res.body[0].status === 'queued';
-    }, 20000, 100);
-}
 
 before(async () => {
     b = await startBroker();
@@ -36,15 +26,10 @@ const post = (p, body, opts = {}) => http(`${b.url}${p}`, { method: 'POST', body
 const TS_MS = /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/;
 
 async function configure (queue, options) {
-    const res = await post('/api/v1/configure', { queue, options });
-    assert.equal(res.status, 200, res.raw);
+    await configureQueue(b.url, queue, options);
 }
 
-async function push (queue, items) {
-    const res = await post('/api/v1/push', { items: items.map((it) => ({ queue, ...it })) });
-    assert.equal(res.status, 201, res.raw);
-    return res.body;
-}
+const push = (queue, items) => pushItems(b.url, items.map((it) => ({ queue, ...it })));
 
 //  Pops through GET /api/v1/pop/queue/:q[/partition/:p] when the route
 //  exists, else through queen.pop in SQL (the pop routes are written

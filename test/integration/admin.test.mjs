@@ -5,7 +5,7 @@
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import crypto from 'node:crypto';
-import { startBroker, http, sleep, psql, waitFor } from './lib.mjs';
+import { startBroker, http, sleep, psql, settle, configureQueue, pushItems, popPath } from './lib.mjs';
 
 let broker;
 let url;
@@ -17,28 +17,10 @@ async function get (path) {
     return http(`${url}${path}`);
 }
 
-async function configure (queue, options = {}, extra = {}) {
-    const res = await http(`${url}/api/v1/configure`, { method: 'POST', body: { queue, options, ...extra } });
-    assert.equal(res.status, 200, res.raw);
-    return res.body;
-}
-
-async function push (items) {
-    const res = await http(`${url}/api/v1/push`, { method: 'POST', body: { items } });
-    assert.equal(res.status, 201, res.raw);
-    for (const r of res.body)
-        assert.equal(r.status, 'queued', res.raw);
-    return res.body;
-}
-
+const configure = (queue, options = {}, extra = {}) => configureQueue(url, queue, options, extra);
+const push = (items) => pushItems(url, items, { queued: true });
 //  queue may be "queue/partition/<name>" for a partition pop.
-async function pop (queue, query = '') {
-    const res = await get(`/api/v1/pop/queue/${queue}?wait=false${query}`);
-    if (res.status === 204)
-        return [];
-    assert.equal(res.status, 200, res.raw);
-    return res.body.messages;
-}
+const pop = (queue, query = '') => popPath(url, queue, query);
 
 async function ack (msg, status = 'completed', extra = {}) {
     const res = await http(`${url}/api/v1/ack`, {
@@ -59,24 +41,10 @@ function assertError (res, status, field) {
         assert.ok(res.body.error.includes(field), `error "${res.body.error}" should name ${field}`);
 }
 
-//  Right after start, pushes may go to the spool until it has reported
-//  (they answer "buffered"). Wait until a push is committed directly and
-//  the spool is empty, then drop the probe queue so counts start clean.
-async function settle () {
-    await waitFor(async () => {
-        const r = await http(`${url}/api/v1/push`, { method: 'POST',
-                                                     body: { items: [{ queue: 'probe.settle', payload: 0 }] } });
-        return r.status === 201 && r.body[0].status === 'queued';
-    }, 20000, 100);
-    await waitFor(async () => (await http(`${url}/api/v1/status/buffers`)).body.pending === 0, 20000, 100);
-    const r = await http(`${url}/api/v1/resources/queues/probe.settle`, { method: 'DELETE' });
-    assert.equal(r.status, 200, r.raw);
-}
-
 before(async () => {
     broker = await startBroker();
     url = broker.url;
-    await settle();
+    await settle(url);
 });
 
 after(async () => {

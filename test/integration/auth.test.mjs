@@ -10,7 +10,7 @@ import { test, before, after, describe } from 'node:test';
 import assert from 'node:assert/strict';
 import crypto from 'node:crypto';
 import nodeHttp from 'node:http';
-import { http, startBroker, waitFor } from './lib.mjs';
+import { http, startBroker, waitFor, warmUp } from './lib.mjs';
 
 const SECRET = 'it-secret-0123456789abcdef-0123456789';
 const ISS = 'queen-it';
@@ -48,15 +48,6 @@ const bearer = (token) => ({ Authorization: `Bearer ${token}` });
 
 function jwk (publicKey, kid, alg) {
     return { ...publicKey.export({ format: 'jwk' }), kid, alg, use: 'sig' };
-}
-
-async function warmUp (url, headers = {}) {
-    await waitFor(async () => {
-        const res = await http(`${url}/api/v1/push`, {
-            method: 'POST', headers, body: { items: [{ queue: 'warm-up', payload: 0 }] },
-        });
-        return res.status === 201 && res.body[0].status === 'queued';
-    }, 20000, 100);
 }
 
 function push (url, items, headers = {}) {

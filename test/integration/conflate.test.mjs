@@ -10,7 +10,7 @@
 
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { startBroker, http, psql, waitFor } from './lib.mjs';
+import { startBroker, http, psql, waitFor, configureQueue, pushItems } from './lib.mjs';
 
 let broker;
 let U;
@@ -25,19 +25,9 @@ after(async () => {
         await broker.stop();
 });
 
-async function configure (queue, options = {}, extra = {}) {
-    const res = await http(`${U}/api/v1/configure`, { method: 'POST', body: { queue, options, ...extra } });
-    assert.equal(res.status, 200, res.raw);
-    return res.body;
-}
+const configure = (queue, options = {}, extra = {}) => configureQueue(U, queue, options, extra);
 
-async function push (items) {
-    const res = await http(`${U}/api/v1/push`, { method: 'POST', body: { items } });
-    assert.equal(res.status, 201, res.raw);
-    for (const r of res.body)
-        assert.equal(r.status, 'queued', res.raw);
-    return res.body;
-}
+const push = (items) => pushItems(U, items, { queued: true });
 
 //  Pops without waiting; resolves to the messages (empty on 204).
 async function pop (queue, params = {}, partition) {

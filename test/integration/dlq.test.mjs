@@ -4,7 +4,7 @@
 
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { startBroker, http, sleep, waitFor } from './lib.mjs';
+import { startBroker, http, sleep, settle, configureQueue, pushItems, popPath } from './lib.mjs';
 
 let broker;
 let url;
@@ -16,23 +16,11 @@ async function get (path) {
 }
 
 async function configure (queue, options = {}) {
-    const res = await http(`${url}/api/v1/configure`, { method: 'POST', body: { queue, options } });
-    assert.equal(res.status, 200, res.raw);
+    await configureQueue(url, queue, options);
 }
 
-async function push (items) {
-    const res = await http(`${url}/api/v1/push`, { method: 'POST', body: { items } });
-    assert.equal(res.status, 201, res.raw);
-    return res.body;
-}
-
-async function pop (path, query = '') {
-    const res = await get(`/api/v1/pop/queue/${path}?wait=false${query}`);
-    if (res.status === 204)
-        return [];
-    assert.equal(res.status, 200, res.raw);
-    return res.body.messages;
-}
+const push = (items) => pushItems(url, items);
+const pop = (path, query = '') => popPath(url, path, query);
 
 async function ack (msg, status, extra = {}) {
     const res = await http(`${url}/api/v1/ack`, {
@@ -64,24 +52,10 @@ async function dlq (query) {
     return res.body;
 }
 
-//  Right after start, pushes may go to the spool until it has reported
-//  (they answer "buffered"). Wait until a push is committed directly and
-//  the spool is empty, then drop the probe queue so counts start clean.
-async function settle () {
-    await waitFor(async () => {
-        const r = await http(`${url}/api/v1/push`, { method: 'POST',
-                                                     body: { items: [{ queue: 'probe.settle', payload: 0 }] } });
-        return r.status === 201 && r.body[0].status === 'queued';
-    }, 20000, 100);
-    await waitFor(async () => (await http(`${url}/api/v1/status/buffers`)).body.pending === 0, 20000, 100);
-    const r = await http(`${url}/api/v1/resources/queues/probe.settle`, { method: 'DELETE' });
-    assert.equal(r.status, 200, r.raw);
-}
-
 before(async () => {
     broker = await startBroker();
     url = broker.url;
-    await settle();
+    await settle(url);
 });
 
 after(async () => {

@@ -6,7 +6,7 @@
 
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { startBroker, http, sleep, waitFor } from './lib.mjs';
+import { startBroker, http, sleep, settle, pushItems, popPath } from './lib.mjs';
 
 let broker;
 let url;
@@ -25,18 +25,12 @@ async function push (queue, n, { partition = 'Default', prefix = queue } = {}) {
     const items = [];
     for (let i = 0; i < n; i++)
         items.push({ queue, partition, payload: { i }, transactionId: `${prefix}-${partition}-${i}` });
-    const res = await post('/api/v1/push', { items });
-    assert.equal(res.status, 201, res.raw);
-    return res.body;
+    return pushItems(url, items);
 }
 
 async function pop (path, group, query = '') {
     const g = group ? `&consumerGroup=${encodeURIComponent(group)}` : '';
-    const res = await get(`/api/v1/pop/queue/${path}?wait=false${g}${query}`);
-    if (res.status === 204)
-        return [];
-    assert.equal(res.status, 200, res.raw);
-    return res.body.messages;
+    return popPath(url, path, `${g}${query}`);
 }
 
 async function ackAll (msgs, group) {
@@ -68,24 +62,10 @@ async function pseek (group, queue, partition, body) {
                 { method: 'POST', body });
 }
 
-//  Right after start, pushes may go to the spool until it has reported
-//  (they answer "buffered"). Wait until a push is committed directly and
-//  the spool is empty, then drop the probe queue so counts start clean.
-async function settle () {
-    await waitFor(async () => {
-        const r = await http(`${url}/api/v1/push`, { method: 'POST',
-                                                     body: { items: [{ queue: 'probe.settle', payload: 0 }] } });
-        return r.status === 201 && r.body[0].status === 'queued';
-    }, 20000, 100);
-    await waitFor(async () => (await http(`${url}/api/v1/status/buffers`)).body.pending === 0, 20000, 100);
-    const r = await http(`${url}/api/v1/resources/queues/probe.settle`, { method: 'DELETE' });
-    assert.equal(r.status, 200, r.raw);
-}
-
 before(async () => {
     broker = await startBroker();
     url = broker.url;
-    await settle();
+    await settle(url);
 });
 
 after(async () => {

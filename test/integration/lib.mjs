@@ -8,7 +8,24 @@
 //  On exit, and on SIGINT/SIGTERM, every broker still running is killed, a
 //  frozen PostgreSQL is thawed and a stopped one restarted, so one failing
 //  file cannot break the files after it.
+//
+//  Shared client helpers (each takes the broker's url first; they assert
+//  the expected status with node:assert):
+//    warmUp(url, headers)      waits until a push goes straight to PostgreSQL
+//                              (a fresh broker buffers pushes until the
+//                              spool's first report)
+//    settle(url)               the same, then waits for an empty spool and
+//                              drops the probe queue, so counts start clean
+//    configureQueue(url, queue, options, extra)   POST /api/v1/configure,
+//                              expects 200, resolves to the body
+//    pushItems(url, items, { queued })            POST /api/v1/push, expects
+//                              201 (and every item "queued" when queued is
+//                              true), resolves to the body
+//    popPath(url, path, query) GET /api/v1/pop/queue/<path>?wait=false<query>,
+//                              expects 200 or 204, resolves to the messages
+//                              ([] on 204)
 
+import assert from 'node:assert/strict';
 import { spawn, execFile, execFileSync } from 'node:child_process';
 import fs from 'node:fs';
 import net from 'node:net';
@@ -398,4 +415,61 @@ for (const [signal, code] of [['SIGINT', 130], ['SIGTERM', 143], ['SIGHUP', 129]
         cleanupSync(false);
         process.exit(code);
     });
+}
+
+//  Pushes one probe item to queue until it is committed directly ("queued"),
+//  not buffered by the spool.
+async function waitPushQueued (url, queue, headers) {
+    await waitFor(async () => {
+        const res = await http(`${url}/api/v1/push`, {
+            method: 'POST', headers, body: { items: [{ queue, payload: 0 }] },
+        });
+        return res.status === 201 && res.body[0].status === 'queued';
+    }, 20000, 100);
+}
+
+//  Until the spool's first report a fresh broker buffers pushes (so nothing
+//  overtakes items spooled before a restart); waits until pushes go
+//  straight to PostgreSQL. headers go with the probe push (auth).
+export async function warmUp (url, headers = {}) {
+    await waitPushQueued(url, 'warm-up', headers);
+}
+
+//  Right after start, pushes may go to the spool until it has reported
+//  (they answer "buffered"). Waits until a push is committed directly and
+//  the spool is empty, then drops the probe queue so counts start clean.
+export async function settle (url) {
+    await waitPushQueued(url, 'probe.settle', {});
+    await waitFor(async () => (await http(`${url}/api/v1/status/buffers`)).body.pending === 0, 20000, 100);
+    const r = await http(`${url}/api/v1/resources/queues/probe.settle`, { method: 'DELETE' });
+    assert.equal(r.status, 200, r.raw);
+}
+
+//  POST /api/v1/configure { queue, options, ...extra }; expects 200.
+export async function configureQueue (url, queue, options, extra = {}) {
+    const res = await http(`${url}/api/v1/configure`, { method: 'POST', body: { queue, options, ...extra } });
+    assert.equal(res.status, 200, res.raw);
+    return res.body;
+}
+
+//  POST /api/v1/push { items }; expects 201, and with queued: true every
+//  item committed directly.
+export async function pushItems (url, items, { queued = false } = {}) {
+    const res = await http(`${url}/api/v1/push`, { method: 'POST', body: { items } });
+    assert.equal(res.status, 201, res.raw);
+    if (queued) {
+        for (const r of res.body)
+            assert.equal(r.status, 'queued', res.raw);
+    }
+    return res.body;
+}
+
+//  GET /api/v1/pop/queue/<path>?wait=false<query> (path may be
+//  "queue/partition/<name>", query starts with "&"); [] on 204.
+export async function popPath (url, path, query = '') {
+    const res = await http(`${url}/api/v1/pop/queue/${path}?wait=false${query}`);
+    if (res.status === 204)
+        return [];
+    assert.equal(res.status, 200, res.raw);
+    return res.body.messages;
 }

@@ -7,7 +7,7 @@
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import crypto from 'node:crypto';
-import { startBroker, http, psql, sleep, waitFor, pgStop, pgStart } from './lib.mjs';
+import { startBroker, http, psql, sleep, waitFor, pgStop, pgStart, configureQueue, pushItems } from './lib.mjs';
 
 let broker;
 let U;
@@ -23,20 +23,13 @@ after(async () => {
 });
 
 async function configure (queue, options = {}, extra = {}) {
-    const res = await http(`${U}/api/v1/configure`, { method: 'POST', body: { queue, options, ...extra } });
-    assert.equal(res.status, 200, res.raw);
-    assert.equal(res.body.configured, true);
-    return res.body;
+    const body = await configureQueue(U, queue, options, extra);
+    assert.equal(body.configured, true);
+    return body;
 }
 
 //  items: [{queue, partition?, payload?, transactionId?}]
-async function push (items) {
-    const res = await http(`${U}/api/v1/push`, { method: 'POST', body: { items } });
-    assert.equal(res.status, 201, res.raw);
-    for (const r of res.body)
-        assert.equal(r.status, 'queued', res.raw);
-    return res.body;
-}
+const push = (items) => pushItems(U, items, { queued: true });
 
 async function pop (queue, params = {}, partition) {
     const qs = new URLSearchParams(Object.fromEntries(

@@ -11,21 +11,11 @@ import fs from 'node:fs';
 import net from 'node:net';
 import path from 'node:path';
 import {
-    ROOT, http, psql, startBroker, createDatabase, pgStop, pgStart, waitFor,
+    ROOT, http, psql, startBroker, createDatabase, pgStop, pgStart, waitFor, warmUp,
 } from './lib.mjs';
 
 const MAX_BODY = 4 << 20;
 let b;                          //  The broker of this file
-
-//  Until the spool's first report a fresh broker buffers pushes (so nothing
-//  overtakes items spooled before a restart); wait until pushes go straight
-//  to PostgreSQL, which the tests below assume.
-async function warmUp (url) {
-    await waitFor(async () => {
-        const res = await http(`${url}/api/v1/push`, { method: 'POST', body: { items: [{ queue: 'warm-up', payload: 0 }] } });
-        return res.status === 201 && res.body[0].status === 'queued';
-    }, 20000, 100);
-}
 
 before(async () => {
     b = await startBroker({ env: { MAX_BODY_BYTES: String(MAX_BODY) } });

@@ -6,19 +6,9 @@
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import crypto from 'node:crypto';
-import { http, psql, startBroker, sleep, waitFor } from './lib.mjs';
+import { http, psql, startBroker, sleep, waitFor, warmUp, configureQueue, pushItems } from './lib.mjs';
 
 let b;                          //  The broker of this file
-
-//  Until the spool's first report a fresh broker buffers pushes (so nothing
-//  overtakes items spooled before a restart); wait until pushes go straight
-//  to PostgreSQL, which the tests below assume.
-async function warmUp (url) {
-    await waitFor(async () => {
-        const res = await http(`${url}/api/v1/push`, { method: 'POST', body: { items: [{ queue: 'warm-up', payload: 0 }] } });
-        return res.status === 201 && res.body[0].status === 'queued';
-    }, 20000, 100);
-}
 
 before(async () => {
     b = await startBroker();
@@ -37,15 +27,10 @@ const txn = (operations, extra = {}) => post('/api/v1/transaction', { operations
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 
 async function configure (queue, options) {
-    const res = await post('/api/v1/configure', { queue, options });
-    assert.equal(res.status, 200, res.raw);
+    await configureQueue(b.url, queue, options);
 }
 
-async function push (queue, items) {
-    const res = await post('/api/v1/push', { items: items.map((it) => ({ queue, ...it })) });
-    assert.equal(res.status, 201, res.raw);
-    return res.body;
-}
+const push = (queue, items) => pushItems(b.url, items.map((it) => ({ queue, ...it })));
 
 //  Messages stored in a queue: "partition:payload" in delivery order.
 const stored = (queue) => sql(`SELECT coalesce(string_agg(p.name || ':' || convert_from(m.payload, 'UTF8'), ',' ORDER BY m.seq), '')

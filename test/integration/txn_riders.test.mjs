@@ -12,18 +12,9 @@
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
-import { http, psql, startBroker, sleep, waitFor, PG_HOST, PG_PORT } from './lib.mjs';
+import { http, psql, startBroker, sleep, waitFor, PG_HOST, PG_PORT, warmUp, configureQueue, pushItems } from './lib.mjs';
 
 let b;                          //  The broker of this file
-
-//  Until the spool's first report a fresh broker buffers pushes; wait until
-//  pushes go straight to PostgreSQL, which the tests below assume.
-async function warmUp (url) {
-    await waitFor(async () => {
-        const res = await http(`${url}/api/v1/push`, { method: 'POST', body: { items: [{ queue: 'warm-up', payload: 0 }] } });
-        return res.status === 201 && res.body[0].status === 'queued';
-    }, 20000, 100);
-}
 
 before(async () => {
     b = await startBroker();
@@ -43,15 +34,10 @@ const kvGet = (bucket, key) => http(`${b.url}/api/v1/kv/${encodeURIComponent(buc
 const TS_MS = /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/;
 
 async function configure (queue, options) {
-    const res = await post('/api/v1/configure', { queue, options });
-    assert.equal(res.status, 200, res.raw);
+    await configureQueue(b.url, queue, options);
 }
 
-async function push (queue, items) {
-    const res = await post('/api/v1/push', { items: items.map((it) => ({ queue, ...it })) });
-    assert.equal(res.status, 201, res.raw);
-    return res.body;
-}
+const push = (queue, items) => pushItems(b.url, items.map((it) => ({ queue, ...it })));
 
 async function pop (queue, { batch = 1, group, partition } = {}) {
     const qs = new URLSearchParams({ batch: String(batch), wait: 'false' });
