@@ -587,14 +587,31 @@ s_rm_rf (const char *dir)
     assert_int_equal (system (cmd), 0);
 }
 
-static void
-test_actor_replay_in_order_and_refusals (void **state)
+//  A rig with its own fresh temporary directory (r->dir); not started.
+static s_rig_t *
+s_rig_new (void)
 {
-    (void) state;
     s_rig_t *r = qn_zalloc (sizeof *r);
     pthread_mutex_init (&r->db.lock, NULL);
     snprintf (r->dir, sizeof r->dir, "/tmp/qn-spool-unit-XXXXXX");
     assert_non_null (mkdtemp (r->dir));
+    return r;
+}
+
+//  Removes the rig's directory and frees it (stop it first).
+static void
+s_rig_free (s_rig_t *r)
+{
+    s_rm_rf (r->dir);
+    pthread_mutex_destroy (&r->db.lock);
+    free (r);
+}
+
+static void
+test_actor_replay_in_order_and_refusals (void **state)
+{
+    (void) state;
+    s_rig_t *r = s_rig_new ();
     s_rig_start (r, r->dir, true, 0);
     const char *txns [] = { "a1", "a2", "a3", "p1", "b1", "b2", "b3" };
     for (int i = 0; i < 7; i++) {
@@ -632,19 +649,14 @@ test_actor_replay_in_order_and_refusals (void **state)
     s_rig_start (r, r->dir, false, 0);
     assert_true (s_wait_stats (r, 0, 1));
     s_rig_stop (r);
-    s_rm_rf (r->dir);
-    pthread_mutex_destroy (&r->db.lock);
-    free (r);
+    s_rig_free (r);
 }
 
 static void
 test_actor_restart_recovers_torn_tail (void **state)
 {
     (void) state;
-    s_rig_t *r = qn_zalloc (sizeof *r);
-    pthread_mutex_init (&r->db.lock, NULL);
-    snprintf (r->dir, sizeof r->dir, "/tmp/qn-spool-unit-XXXXXX");
-    assert_non_null (mkdtemp (r->dir));
+    s_rig_t *r = s_rig_new ();
     s_rig_start (r, r->dir, true, 0);
     s_append (r, "q", "t1");
     s_append (r, "q", "t2");
@@ -666,19 +678,14 @@ test_actor_restart_recovers_torn_tail (void **state)
     assert_string_equal (r->db.txns [2], "t3");
     pthread_mutex_unlock (&r->db.lock);
     s_rig_stop (r);
-    s_rm_rf (r->dir);
-    pthread_mutex_destroy (&r->db.lock);
-    free (r);
+    s_rig_free (r);
 }
 
 static void
 test_actor_unwritable_and_group_commit (void **state)
 {
     (void) state;
-    s_rig_t *r = qn_zalloc (sizeof *r);
-    pthread_mutex_init (&r->db.lock, NULL);
-    snprintf (r->dir, sizeof r->dir, "/tmp/qn-spool-unit-XXXXXX");
-    assert_non_null (mkdtemp (r->dir));
+    s_rig_t *r = s_rig_new ();
     //  FILE_BUFFER_DIR names a regular file: every append fails, 58030.
     char file [128];
     snprintf (file, sizeof file, "%s/plain-file", r->dir);
@@ -710,9 +717,7 @@ test_actor_unwritable_and_group_commit (void **state)
     assert_true (syncs >= 1 && syncs < 10);
     assert_true (s_wait_stats (r, 20, 0));
     s_rig_stop (r);
-    s_rm_rf (r->dir);
-    pthread_mutex_destroy (&r->db.lock);
-    free (r);
+    s_rig_free (r);
 }
 
 int
