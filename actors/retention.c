@@ -18,6 +18,7 @@
               tried again at the next tick
 */
 #include "actors.h"
+#include "pg_call.h"
 #include "pg_statements.h"
 
 #include <msgpack.h>
@@ -43,50 +44,12 @@ typedef struct {
 static int
 s_exec (self_t *self, uint32_t stmt, int64_t param, bool has_param, qn_reply_fn *cb)
 {
-    msgpack_sbuffer_clear (&self->out);
     msgpack_packer pk;
-    msgpack_packer_init (&pk, &self->out, msgpack_sbuffer_write);
-    msgpack_pack_array (&pk, 3);
-    msgpack_pack_uint32 (&pk, stmt);
-    msgpack_pack_nil (&pk);
-    msgpack_pack_array (&pk, has_param ? 1 : 0);
+    qn_pg_call_begin (&self->out, &pk, stmt, NULL, has_param ? 1 : 0);
     if (has_param)
         msgpack_pack_int64 (&pk, param);
-    qn_msg_t msg = {
-        .to = "pg_writer", .type = QN_MSG_PG_EXEC, .body = self->out.data, .body_len = self->out.size
-    };
     uint32_t timeout = (uint32_t) self->config->db_statement_timeout_ms + 2000;
-    return qn_request (self->kernel, &msg, timeout, cb, NULL);
-}
-
-//  Decodes a PG_RESULT reply; rows set on success. False on any failure,
-//  with why filled in.
-static bool
-s_result (const qn_env_t *env, msgpack_unpacked *res, const msgpack_object **rows,
-          char *why, size_t why_len)
-{
-    if (!env) {
-        snprintf (why, why_len, "no answer in time");
-        return false;
-    }
-    const msgpack_object *o = &res->data;
-    if (msgpack_unpack_next (res, env->body.ptr, env->body.len, NULL) != MSGPACK_UNPACK_SUCCESS
-    ||  o->type != MSGPACK_OBJECT_ARRAY || o->via.array.size != 5
-    ||  o->via.array.ptr [0].type != MSGPACK_OBJECT_BOOLEAN) {
-        snprintf (why, why_len, "malformed reply");
-        return false;
-    }
-    const msgpack_object *f = o->via.array.ptr;
-    if (!f [0].via.boolean) {
-        snprintf (why, why_len, "sqlstate=%.*s message=%.*s",
-                  f [1].type == MSGPACK_OBJECT_STR ? (int) f [1].via.str.size : 0,
-                  f [1].type == MSGPACK_OBJECT_STR ? f [1].via.str.ptr : "",
-                  f [2].type == MSGPACK_OBJECT_STR ? (int) f [2].via.str.size : 0,
-                  f [2].type == MSGPACK_OBJECT_STR ? f [2].via.str.ptr : "");
-        return false;
-    }
-    *rows = f [4].type == MSGPACK_OBJECT_ARRAY ? &f [4] : NULL;
-    return true;
+    return qn_pg_call_send (self->kernel, "pg_writer", &self->out, timeout, cb, NULL);
 }
 
 static void
@@ -117,7 +80,7 @@ s_on_run_reply (void *self_, void *arg, const qn_env_t *env)
     msgpack_unpacked_init (&res);
     const msgpack_object *rows = NULL;
     char why [300];
-    if (!s_result (env, &res, &rows, why, sizeof why)) {
+    if (!qn_pg_call_result (env, &res, &rows, why, sizeof why)) {
         s_failed (self, "retention run", why);
         msgpack_unpacked_destroy (&res);
         return;
@@ -199,7 +162,7 @@ s_on_segments_reply (void *self_, void *arg, const qn_env_t *env)
     msgpack_unpacked_init (&res);
     const msgpack_object *rows = NULL;
     char why [300];
-    if (!s_result (env, &res, &rows, why, sizeof why))
+    if (!qn_pg_call_result (env, &res, &rows, why, sizeof why))
         s_failed (self, "ensure_segments", why);
     else
     if (rows && rows->via.array.size == 1 && rows->via.array.ptr [0].type == MSGPACK_OBJECT_ARRAY

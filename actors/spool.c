@@ -32,6 +32,7 @@
               with backoff (for good: after 3 tries, moved to failed.qspool)
 */
 #include "actors.h"
+#include "pg_call.h"
 #include "wire/json.h"
 #include "wire/spool_codec.h"
 
@@ -950,18 +951,15 @@ s_on_poll_reply (void *self_, void *arg, const qn_env_t *env)
         return;
     msgpack_unpacked res;
     msgpack_unpacked_init (&res);
-    const msgpack_object *o = &res.data;
-    if (msgpack_unpack_next (&res, env->body.ptr, env->body.len, NULL) != MSGPACK_UNPACK_SUCCESS
-    ||  o->type != MSGPACK_OBJECT_ARRAY || o->via.array.size != 5
-    ||  o->via.array.ptr [0].type != MSGPACK_OBJECT_BOOLEAN || !o->via.array.ptr [0].via.boolean
-    ||  o->via.array.ptr [4].type != MSGPACK_OBJECT_ARRAY
+    const msgpack_object *rows = NULL;
+    char why [300];
+    if (!qn_pg_call_result (env, &res, &rows, why, sizeof why) || !rows
     ||  self->poll_gen != self->maint_gen) {
         //  Failed, or a route changed the flags while we asked: keep ours.
         msgpack_unpacked_destroy (&res);
         return;
     }
     bool flags [2] = { false, false };
-    const msgpack_object *rows = &o->via.array.ptr [4];
     for (uint32_t r = 0; r < rows->via.array.size; r++) {
         const msgpack_object *row = &rows->via.array.ptr [r];
         if (row->type != MSGPACK_OBJECT_ARRAY || row->via.array.size != 2
@@ -1002,19 +1000,10 @@ s_poll (self_t *self)
         return;
     static const char sql [] = "SELECT key, value::text FROM queen.system_state"
                                " WHERE key IN ('maintenance_mode', 'pop_maintenance_mode')";
-    msgpack_sbuffer_clear (&self->out);
     msgpack_packer pk;
-    msgpack_packer_init (&pk, &self->out, msgpack_sbuffer_write);
-    msgpack_pack_array (&pk, 3);
-    msgpack_pack_uint32 (&pk, 0);
-    msgpack_pack_str (&pk, sizeof sql - 1);
-    msgpack_pack_str_body (&pk, sql, sizeof sql - 1);
-    msgpack_pack_array (&pk, 0);
-    qn_msg_t msg = {
-        .to = "pg_reader", .type = QN_MSG_PG_EXEC, .body = self->out.data, .body_len = self->out.size
-    };
+    qn_pg_call_begin (&self->out, &pk, 0, sql, 0);
     self->poll_gen = self->maint_gen;
-    if (qn_request (self->kernel, &msg, 5000, s_on_poll_reply, NULL) == 0)
+    if (qn_pg_call_send (self->kernel, "pg_reader", &self->out, 5000, s_on_poll_reply, NULL) == 0)
         self->poll_in_flight = true;
 }
 

@@ -30,6 +30,7 @@
               stays pending and is tried again after S_RETRY_MS.
 */
 #include "actors.h"
+#include "pg_call.h"
 #include "pg_statements.h"
 #include "kernel/hashmap.h"
 
@@ -160,60 +161,6 @@ s_db_now_us (self_t *self)
 }
 
 // ------------------------------------------------------------------ calls
-//  Decodes a PG_RESULT reply; rows set on success. False on any failure,
-//  with why filled in.
-static bool
-s_result (const qn_env_t *env, msgpack_unpacked *res, const msgpack_object **rows,
-          char *why, size_t why_len)
-{
-    if (!env) {
-        snprintf (why, why_len, "no answer in time");
-        return false;
-    }
-    const msgpack_object *o = &res->data;
-    if (msgpack_unpack_next (res, env->body.ptr, env->body.len, NULL) != MSGPACK_UNPACK_SUCCESS
-    ||  o->type != MSGPACK_OBJECT_ARRAY || o->via.array.size != 5
-    ||  o->via.array.ptr [0].type != MSGPACK_OBJECT_BOOLEAN) {
-        snprintf (why, why_len, "malformed reply");
-        return false;
-    }
-    const msgpack_object *f = o->via.array.ptr;
-    if (!f [0].via.boolean) {
-        snprintf (why, why_len, "sqlstate=%.*s message=%.*s",
-                  f [1].type == MSGPACK_OBJECT_STR ? (int) f [1].via.str.size : 0,
-                  f [1].type == MSGPACK_OBJECT_STR ? f [1].via.str.ptr : "",
-                  f [2].type == MSGPACK_OBJECT_STR ? (int) f [2].via.str.size : 0,
-                  f [2].type == MSGPACK_OBJECT_STR ? f [2].via.str.ptr : "");
-        return false;
-    }
-    *rows = f [4].type == MSGPACK_OBJECT_ARRAY ? &f [4] : NULL;
-    return true;
-}
-
-//  Column c of row r when it is an array with at least c + 1 columns.
-static const msgpack_object *
-s_col (const msgpack_object *rows, uint32_t r, uint32_t c)
-{
-    const msgpack_object *row = &rows->via.array.ptr [r];
-    if (row->type != MSGPACK_OBJECT_ARRAY || row->via.array.size <= c)
-        return NULL;
-    return &row->via.array.ptr [c];
-}
-
-static bool
-s_int (const msgpack_object *o, int64_t *out)
-{
-    if (o && o->type == MSGPACK_OBJECT_POSITIVE_INTEGER && o->via.u64 <= INT64_MAX) {
-        *out = (int64_t) o->via.u64;
-        return true;
-    }
-    if (o && o->type == MSGPACK_OBJECT_NEGATIVE_INTEGER) {
-        *out = o->via.i64;
-        return true;
-    }
-    return false;
-}
-
 static bool
 s_str_is (const msgpack_object *o, const char *s)
 {
@@ -256,11 +203,8 @@ s_succeeded (s_streak_t *st, const char *what)
 static int
 s_exec (self_t *self, qn_reply_fn *cb, void *arg)
 {
-    qn_msg_t msg = {
-        .to = "pg_writer", .type = QN_MSG_PG_EXEC, .body = self->out.data, .body_len = self->out.size
-    };
     uint32_t timeout = (uint32_t) self->config->db_statement_timeout_ms + 2000;
-    return qn_request (self->kernel, &msg, timeout, cb, arg);
+    return qn_pg_call_send (self->kernel, "pg_writer", &self->out, timeout, cb, arg);
 }
 
 //  Starts a PG_EXEC body [stmt, nil, [params...]] in self->out; the caller
@@ -268,12 +212,7 @@ s_exec (self_t *self, qn_reply_fn *cb, void *arg)
 static void
 s_begin (self_t *self, msgpack_packer *pk, uint32_t stmt, uint32_t nparams)
 {
-    msgpack_sbuffer_clear (&self->out);
-    msgpack_packer_init (pk, &self->out, msgpack_sbuffer_write);
-    msgpack_pack_array (pk, 3);
-    msgpack_pack_uint32 (pk, stmt);
-    msgpack_pack_nil (pk);
-    msgpack_pack_array (pk, nparams);
+    qn_pg_call_begin (&self->out, pk, stmt, NULL, nparams);
 }
 
 // ------------------------------------------------------------------ waking
@@ -345,7 +284,8 @@ s_wake_queues (self_t *self, const msgpack_object *rows)
     const msgpack_object *seen [S_DISTINCT_QUEUES][2];
     uint32_t nseen = 0;
     for (uint32_t r = 0; r < rows->via.array.size; r++) {
-        const msgpack_object *st = s_col (rows, r, 1), *t = s_col (rows, r, 3), *q = s_col (rows, r, 4);
+        const msgpack_object *st = qn_pg_call_col (rows, r, 1), *t = qn_pg_call_col (rows, r, 3),
+                             *q = qn_pg_call_col (rows, r, 4);
         if (!s_str_is (st, "fired") || !t || !q || t->type != MSGPACK_OBJECT_STR
         ||  q->type != MSGPACK_OBJECT_STR)
             continue;
@@ -378,25 +318,25 @@ s_on_fired (void *self_, void *arg, const qn_env_t *env)
     msgpack_unpacked_init (&res);
     const msgpack_object *rows = NULL;
     char why [300];
-    if (!s_result (env, &res, &rows, why, sizeof why))
+    if (!qn_pg_call_result (env, &res, &rows, why, sizeof why))
         s_failed (&self->fire_failing, "timer fire", why);
     else
     if (rows) {
         s_succeeded (&self->fire_failing, "timer fire");
         int64_t fired = 0;
         for (uint32_t r = 0; r < rows->via.array.size; r++) {
-            const msgpack_object *st = s_col (rows, r, 1);
+            const msgpack_object *st = qn_pg_call_col (rows, r, 1);
             int64_t id = 0, due = 0;
-            if (!s_int (s_col (rows, r, 0), &id))
+            if (!qn_pg_call_int (qn_pg_call_col (rows, r, 0), &id))
                 continue;
             if (s_str_is (st, "fired"))
                 fired++;
             else
-            if (s_str_is (st, "early") && s_int (s_col (rows, r, 2), &due))
+            if (s_str_is (st, "early") && qn_pg_call_int (qn_pg_call_col (rows, r, 2), &due))
                 s_add (self, id, due);
             else
             if (s_str_is (st, "error")) {
-                const msgpack_object *e = s_col (rows, r, 5);
+                const msgpack_object *e = qn_pg_call_col (rows, r, 5);
                 qn_warn ("timer push failed, retrying in %d ms: id=%lld error=%.*s", S_RETRY_MS,
                          (long long) id, e && e->type == MSGPACK_OBJECT_STR ? (int) e->via.str.size : 0,
                          e && e->type == MSGPACK_OBJECT_STR ? e->via.str.ptr : "");
@@ -467,18 +407,18 @@ s_on_loaded (void *self_, void *arg, const qn_env_t *env)
     msgpack_unpacked_init (&res);
     const msgpack_object *rows = NULL;
     char why [300];
-    if (!s_result (env, &res, &rows, why, sizeof why))
+    if (!qn_pg_call_result (env, &res, &rows, why, sizeof why))
         s_failed (&self->load_failing, "timer load", why);
     else {
         s_succeeded (&self->load_failing, "timer load");
         uint32_t n = rows ? rows->via.array.size : 0;
         int64_t db_now = 0, now = qn_wall_us ();
         //  The database clock, read about halfway through the round trip.
-        if (n && s_int (s_col (rows, 0, 2), &db_now) && now - self->load_sent_us < 50000)
+        if (n && qn_pg_call_int (qn_pg_call_col (rows, 0, 2), &db_now) && now - self->load_sent_us < 50000)
             self->offset_us = db_now - (self->load_sent_us + now) / 2;
         for (uint32_t r = 0; r < n; r++) {
             int64_t id, due;
-            if (s_int (s_col (rows, r, 0), &id) && s_int (s_col (rows, r, 1), &due))
+            if (qn_pg_call_int (qn_pg_call_col (rows, r, 0), &id) && qn_pg_call_int (qn_pg_call_col (rows, r, 1), &due))
                 s_add (self, id, due);
         }
         self->load_full = n >= S_LOAD_LIMIT;
@@ -521,7 +461,7 @@ s_on_arm (void *self_, const qn_env_t *env)
     int rc = QN_EPROTO;
     if (msgpack_unpack_next (&msg, env->body.ptr, env->body.len, NULL) == MSGPACK_UNPACK_SUCCESS
     &&  o->type == MSGPACK_OBJECT_ARRAY && o->via.array.size >= 2
-    &&  s_int (&o->via.array.ptr [0], &id) && s_int (&o->via.array.ptr [1], &due)) {
+    &&  qn_pg_call_int (&o->via.array.ptr [0], &id) && qn_pg_call_int (&o->via.array.ptr [1], &due)) {
         if (due - s_db_now_us (self) <= (int64_t) S_HORIZON_MS * 1000) {
             s_add (self, id, due);
             s_arm (self);
@@ -546,14 +486,14 @@ s_on_swept (void *self_, void *arg, const qn_env_t *env)
     const msgpack_object *rows = NULL;
     char why [300];
     bool more = false;
-    if (!s_result (env, &res, &rows, why, sizeof why))
+    if (!qn_pg_call_result (env, &res, &rows, why, sizeof why))
         s_failed (&self->sweep_failing, "kv/timer sweep", why);
     else {
         s_succeeded (&self->sweep_failing, "kv/timer sweep");
         int64_t kv = 0, fired = 0;
         if (rows && rows->via.array.size == 1) {
-            s_int (s_col (rows, 0, 0), &kv);
-            s_int (s_col (rows, 0, 1), &fired);
+            qn_pg_call_int (qn_pg_call_col (rows, 0, 0), &kv);
+            qn_pg_call_int (qn_pg_call_col (rows, 0, 1), &fired);
         }
         if (kv)
             qn_count (self->kernel, "kv_expired_swept", kv);
