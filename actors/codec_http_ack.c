@@ -122,17 +122,10 @@ s_ack_batch (qn_codec_t *codec, qn_http_ctx_t *ctx)
     char err [256];
     if (qn_http_parse_body (ctx, doc))
         goto done;
-    int list = qn_json_get (doc, 0, "acknowledgments");
-    if (qn_json_type (doc, list) != QN_JSON_ARRAY) {
-        qn_http_reply_error (ctx, 400, "acknowledgments array is required");
+    int list;
+    int64_t n = qn_hw_body_array (ctx, doc, "acknowledgments", &list);
+    if (n < 0)
         goto done;
-    }
-    int64_t n = qn_json_size (doc, list);
-    if (n > QN_HW_MAX_ITEMS) {
-        qn_http_reply_errorf (ctx, 400, "acknowledgments array has %lld items; at most %d are allowed",
-                              (long long) n, QN_HW_MAX_ITEMS);
-        goto done;
-    }
     int group = qn_hw_field (doc, 0, "consumerGroup");
     const char *why;
     if (group >= 0 && (why = qn_hw_text_problem (doc, group, &scratch, QN_HW_MAX_NAME))) {

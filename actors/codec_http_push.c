@@ -318,17 +318,10 @@ s_push (qn_codec_t *codec, qn_http_ctx_t *ctx)
     char err [256];
     if (qn_http_parse_body (ctx, doc))
         goto done;
-    int items = qn_json_get (doc, 0, "items");
-    if (qn_json_type (doc, items) != QN_JSON_ARRAY) {
-        qn_http_reply_error (ctx, 400, "items array is required");
+    int items;
+    int64_t n = qn_hw_body_array (ctx, doc, "items", &items);
+    if (n < 0)
         goto done;
-    }
-    int64_t n = qn_json_size (doc, items);
-    if (n > QN_HW_MAX_ITEMS) {
-        qn_http_reply_errorf (ctx, 400, "items array has %lld items; at most %d are allowed",
-                              (long long) n, QN_HW_MAX_ITEMS);
-        goto done;
-    }
     if (n == 0) {
         qn_http_reply_json (ctx, 201, "[]", 2);
         goto done;

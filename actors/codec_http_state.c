@@ -27,6 +27,7 @@
               second part make it grow.
 */
 #include "codec_http.h"
+#include "codec_http_write.h"
 #include "pg_statements.h"
 #include "wire/ids.h"
 
@@ -545,22 +546,6 @@ s_kv_list (qn_codec_t *codec, qn_http_ctx_t *ctx)
 }
 
 // ------------------------------------------------------------------ timers
-//  Tells timer_wheel about a timer created here (a hint: if it cannot be
-//  told, the wheel's next load finds the timer anyway).
-static void
-s_arm (qn_codec_t *codec, int64_t id, int64_t due_us)
-{
-    msgpack_sbuffer sb;
-    msgpack_sbuffer_init (&sb);
-    msgpack_packer pk;
-    msgpack_packer_init (&pk, &sb, msgpack_sbuffer_write);
-    msgpack_pack_array (&pk, 2);
-    msgpack_pack_int64 (&pk, id);
-    msgpack_pack_int64 (&pk, due_us);
-    qn_send_body (qn_codec_kernel (codec), "timer_wheel", QN_MSG_TIMER_ARM, 0, sb.data, sb.size);
-    msgpack_sbuffer_destroy (&sb);
-}
-
 //  Row: status (created | exists | fired | conflict), id, due_at, fired_at.
 static void
 s_on_timer_created (qn_codec_t *codec, qn_http_ctx_t *ctx, qn_pg_result_t *res, void *arg)
@@ -569,7 +554,7 @@ s_on_timer_created (qn_codec_t *codec, qn_http_ctx_t *ctx, qn_pg_result_t *res, 
     int64_t id = 0, due = 0;
     bool created = res->ok && s_col_is (res, 0, 0, "created");
     if (created && s_col_int (res, 0, 1, &id) && s_col_int (res, 0, 2, &due))
-        s_arm (codec, id, due);
+        qn_hw_timer_arm (codec, id, due);
     if (!ctx || s_failed (ctx, res)) {
         free (call);
         return;
@@ -763,8 +748,10 @@ s_on_timer_cancelled (qn_codec_t *codec, qn_http_ctx_t *ctx, qn_pg_result_t *res
     s_reply_buf (ctx, cancelled ? 200 : 409, &b);
 }
 
+//  Calls stmt with (tenant, :timerId) for the routes on one timer; cb
+//  answers. A missing timerId is answered here.
 static void
-s_timer_cancel (qn_codec_t *codec, qn_http_ctx_t *ctx)
+s_timer_exec (qn_codec_t *codec, qn_http_ctx_t *ctx, uint32_t stmt, qn_codec_result_fn *cb)
 {
     size_t len;
     const char *id = s_param (ctx, 0, "timerId", &len);
@@ -777,8 +764,14 @@ s_timer_cancel (qn_codec_t *codec, qn_http_ctx_t *ctx)
     msgpack_pack_array (&pk, 2);
     s_pack_str (&pk, ctx->tenant);
     s_pack_strn (&pk, id, len);
-    s_exec (codec, ctx, QN_SQL_TIMER_CANCEL, &sb, s_on_timer_cancelled, NULL);
+    s_exec (codec, ctx, stmt, &sb, cb, NULL);
     msgpack_sbuffer_destroy (&sb);
+}
+
+static void
+s_timer_cancel (qn_codec_t *codec, qn_http_ctx_t *ctx)
+{
+    s_timer_exec (codec, ctx, QN_SQL_TIMER_CANCEL, s_on_timer_cancelled);
 }
 
 //  Row: queue, partition, txn_id, payload, due_at, created_at, fired_at,
@@ -832,19 +825,7 @@ s_on_timer_get (qn_codec_t *codec, qn_http_ctx_t *ctx, qn_pg_result_t *res, void
 static void
 s_timer_get (qn_codec_t *codec, qn_http_ctx_t *ctx)
 {
-    size_t len;
-    const char *id = s_param (ctx, 0, "timerId", &len);
-    if (!id)
-        return;
-    msgpack_sbuffer sb;
-    msgpack_sbuffer_init (&sb);
-    msgpack_packer pk;
-    msgpack_packer_init (&pk, &sb, msgpack_sbuffer_write);
-    msgpack_pack_array (&pk, 2);
-    s_pack_str (&pk, ctx->tenant);
-    s_pack_strn (&pk, id, len);
-    s_exec (codec, ctx, QN_SQL_TIMER_GET, &sb, s_on_timer_get, NULL);
-    msgpack_sbuffer_destroy (&sb);
+    s_timer_exec (codec, ctx, QN_SQL_TIMER_GET, s_on_timer_get);
 }
 
 //  Rows: timer_id, queue, partition, txn_id, payload, due_at, created_at,

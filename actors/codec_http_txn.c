@@ -300,22 +300,6 @@ s_txn_failed (qn_http_ctx_t *ctx, const qn_hw_call_t *c, const qn_pg_result_t *r
     qn_hw_reply_buf (ctx, status, &out);
 }
 
-//  Tells timer_wheel about a timer the bundle created (a hint: the wheel's
-//  next load finds it anyway).
-static void
-s_arm (qn_codec_t *codec, int64_t id, int64_t due_us)
-{
-    msgpack_sbuffer sb;
-    msgpack_sbuffer_init (&sb);
-    msgpack_packer pk;
-    msgpack_packer_init (&pk, &sb, msgpack_sbuffer_write);
-    msgpack_pack_array (&pk, 2);
-    msgpack_pack_int64 (&pk, id);
-    msgpack_pack_int64 (&pk, due_us);
-    qn_send_body (qn_codec_kernel (codec), "timer_wheel", QN_MSG_TIMER_ARM, 0, sb.data, sb.size);
-    msgpack_sbuffer_destroy (&sb);
-}
-
 //  After a commit: wakes parked pops of every pushed or acked queue, arms
 //  the created timers, and maps operations to rows (row_of, -1 for none).
 //  Runs whether or not the client is still there.
@@ -341,7 +325,7 @@ s_committed (qn_codec_t *codec, const char *tenant, const qn_hw_call_t *c,
             qn_hw_committed_once (codec, seen, tenant, q, qlen);
         if (s_col_is (res, (int) r, 8, "created") && qn_hw_col_int (res, r, 9, &id)
         &&  qn_hw_col_int (res, r, 7, &due))
-            s_arm (codec, id, due);
+            qn_hw_timer_arm (codec, id, due);
     }
     qn_hashmap_destroy (&seen);
     qn_count (qn_codec_kernel (codec), "messages_pushed", pushed);

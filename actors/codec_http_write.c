@@ -70,6 +70,23 @@ qn_hw_field (const qn_json_doc_t *doc, int obj, const char *key)
     return tok >= 0 && qn_json_is_null (doc, tok) ? -1 : tok;
 }
 
+int64_t
+qn_hw_body_array (qn_http_ctx_t *ctx, const qn_json_doc_t *doc, const char *key, int *list)
+{
+    *list = qn_json_get (doc, 0, key);
+    if (qn_json_type (doc, *list) != QN_JSON_ARRAY) {
+        qn_http_reply_errorf (ctx, 400, "%s array is required", key);
+        return -1;
+    }
+    int64_t n = qn_json_size (doc, *list);
+    if (n > QN_HW_MAX_ITEMS) {
+        qn_http_reply_errorf (ctx, 400, "%s array has %lld items; at most %d are allowed",
+                              key, (long long) n, QN_HW_MAX_ITEMS);
+        return -1;
+    }
+    return n;
+}
+
 bool
 qn_hw_is_str (const qn_json_doc_t *doc, int tok)
 {
@@ -567,4 +584,18 @@ qn_hw_exec (qn_codec_t *codec, qn_http_ctx_t *ctx, uint32_t stmt, const msgpack_
         return -1;
     }
     return 0;
+}
+
+void
+qn_hw_timer_arm (qn_codec_t *codec, int64_t id, int64_t due_us)
+{
+    msgpack_sbuffer sb;
+    msgpack_sbuffer_init (&sb);
+    msgpack_packer pk;
+    msgpack_packer_init (&pk, &sb, msgpack_sbuffer_write);
+    msgpack_pack_array (&pk, 2);
+    msgpack_pack_int64 (&pk, id);
+    msgpack_pack_int64 (&pk, due_us);
+    qn_send_body (qn_codec_kernel (codec), "timer_wheel", QN_MSG_TIMER_ARM, 0, sb.data, sb.size);
+    msgpack_sbuffer_destroy (&sb);
 }

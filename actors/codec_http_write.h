@@ -84,6 +84,10 @@ void qn_hw_call_free (qn_hw_call_t *c);
 int qn_hw_text (const qn_json_doc_t *doc, int tok, qn_buf_t *scratch, const char **p, size_t *len);
 //  The member `key` of object obj; -1 when absent or JSON null.
 int qn_hw_field (const qn_json_doc_t *doc, int obj, const char *key);
+//  The top-level array `key` of a request body (items, acknowledgments)
+//  into *list; its size, or -1 after a 400 when it is missing or holds
+//  more than QN_HW_MAX_ITEMS.
+int64_t qn_hw_body_array (qn_http_ctx_t *ctx, const qn_json_doc_t *doc, const char *key, int *list);
 bool qn_hw_is_str (const qn_json_doc_t *doc, int tok);
 //  True for the empty string token.
 bool qn_hw_is_empty_str (const qn_json_doc_t *doc, int tok);
@@ -171,6 +175,10 @@ bool qn_hw_systemic (const qn_pg_result_t *res);
 //  failure answers 503 and returns -1 (cb is not called).
 int qn_hw_exec (qn_codec_t *codec, qn_http_ctx_t *ctx, uint32_t stmt, const msgpack_sbuffer *sb,
                 qn_codec_result_fn *cb, void *arg);
+
+//  Tells timer_wheel about a timer created by a route (QN_MSG_TIMER_ARM
+//  [id, due_us]); a hint: the wheel's next load finds the timer anyway.
+void qn_hw_timer_arm (qn_codec_t *codec, int64_t id, int64_t due_us);
 
 // ------------------------------------------------------------------ encryption
 //  codec_http_seal.c. Continues a call once its payloads are sealed; takes c.
