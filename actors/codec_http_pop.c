@@ -23,6 +23,7 @@
 #include "pg_statements.h"
 #include "wire/crypto.h"
 #include "wire/ids.h"
+#include "wire/mp.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -111,17 +112,11 @@ s_settled (qn_codec_t *codec, uint64_t ctx_id, bool found)
 }
 
 // ------------------------------------------------------------------ parameters
-//  A string query parameter checked as a name: NULL when absent or empty,
-//  else a copy. Answers 400 naming `what` and returns -1 when too long or
-//  not UTF-8.
+//  v (len bytes) checked as a name into a copy in out. Answers 400 naming
+//  `what` and returns -1 when too long or not UTF-8.
 static int
-s_param_name (qn_http_ctx_t *ctx, const char *name, const char *what, char **out)
+s_check_name (qn_http_ctx_t *ctx, const char *v, size_t len, const char *what, char **out)
 {
-    size_t len = 0;
-    const char *v = qn_url_param (&ctx->url, name, &len);
-    *out = NULL;
-    if (!v || !len)
-        return 0;
     if (len > S_NAME_MAX) {
         qn_http_reply_errorf (ctx, 400, "%s must be at most %d bytes", what, S_NAME_MAX);
         return -1;
@@ -134,23 +129,26 @@ s_param_name (qn_http_ctx_t *ctx, const char *name, const char *what, char **out
     return 0;
 }
 
+//  A string query parameter checked as a name: NULL when absent or empty,
+//  else a copy. Answers 400 naming `what` and returns -1 when too long or
+//  not UTF-8.
+static int
+s_param_name (qn_http_ctx_t *ctx, const char *name, const char *what, char **out)
+{
+    size_t len = 0;
+    const char *v = qn_url_param (&ctx->url, name, &len);
+    *out = NULL;
+    if (!v || !len)
+        return 0;
+    return s_check_name (ctx, v, len, what, out);
+}
+
 //  A path parameter checked as a name (never empty: routing needs a segment).
 static int
 s_path_name (qn_http_ctx_t *ctx, int i, const char *what, char **out)
 {
-    const char *v = qn_http_param (ctx, i);
-    size_t len = ctx->param_len [i];
     *out = NULL;
-    if (len > S_NAME_MAX) {
-        qn_http_reply_errorf (ctx, 400, "%s must be at most %d bytes", what, S_NAME_MAX);
-        return -1;
-    }
-    if (!qn_utf8_valid (v, len)) {
-        qn_http_reply_errorf (ctx, 400, "%s must be valid UTF-8", what);
-        return -1;
-    }
-    *out = qn_strndup (v, len);
-    return 0;
+    return s_check_name (ctx, qn_http_param (ctx, i), ctx->param_len [i], what, out);
 }
 
 //  The §3.7 query parameters into ps. Returns 0, or -1 after a 400.
@@ -683,28 +681,19 @@ s_notify (qn_codec_t *codec, qn_http_ctx_t *ctx)
 int
 qn_http_pop_on_message (qn_codec_t *codec, const qn_env_t *env)
 {
-    msgpack_unpacked msg;
-    msgpack_unpacked_init (&msg);
-    int rc = QN_EPROTO;
-    if (msgpack_unpack_next (&msg, env->body.ptr, env->body.len, NULL) != MSGPACK_UNPACK_SUCCESS
-    ||  msg.data.type != MSGPACK_OBJECT_ARRAY || msg.data.via.array.size < 1
-    ||  msg.data.via.array.ptr [0].type != MSGPACK_OBJECT_POSITIVE_INTEGER) {
-        msgpack_unpacked_destroy (&msg);
-        return rc;
-    }
-    uint64_t id = msg.data.via.array.ptr [0].via.u64;
-    msgpack_unpacked_destroy (&msg);
-    rc = 0;
+    uint64_t id;
+    if (qn_mp_scan (env->body.ptr, env->body.len, "u", &id))
+        return QN_EPROTO;
     qn_http_ctx_t *ctx = qn_codec_request (codec, id);
     bool parked = ctx && ctx->parked_id && ctx->state;
     if (env->type == QN_MSG_POP_RETRY && !parked) {
         //  Gone meanwhile: lease_manager counts it as out, so report back.
         if (!ctx)
             s_settled (codec, id, false);
-        return rc;
+        return 0;
     }
     if (!parked)
-        return rc;
+        return 0;
     s_pop_t *ps = ctx->state;
     ctx->parked_id = 0;
     ctx->on_cancel = NULL;
@@ -717,7 +706,7 @@ qn_http_pop_on_message (qn_codec_t *codec, const qn_env_t *env)
     }
     else
         s_pop_run (codec, ctx, true);
-    return rc;
+    return 0;
 }
 
 const qn_http_route_t qn_http_routes_pop [] = {

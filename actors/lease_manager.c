@@ -45,6 +45,7 @@
 */
 #include "actors.h"
 #include "lease_manager_table.h"
+#include "wire/mp.h"
 
 #include <msgpack.h>
 #include <stdlib.h>
@@ -52,19 +53,6 @@
 
 #define S_PRUNE_MS       30000  //  Commit-stamp pruning period
 #define S_RESEND_MS      10     //  Retry an answer codec_http could not take
-
-static bool
-s_int (const msgpack_object *o, int64_t *v)
-{
-    if (o->type == MSGPACK_OBJECT_POSITIVE_INTEGER && o->via.u64 <= INT64_MAX)
-        *v = (int64_t) o->via.u64;
-    else
-    if (o->type == MSGPACK_OBJECT_NEGATIVE_INTEGER)
-        *v = o->via.i64;
-    else
-        return false;
-    return true;
-}
 
 //  Unpacks env's body; NULL unless it is an array of at least `min`.
 static const msgpack_object *
@@ -245,18 +233,13 @@ static int
 s_on_cancel (void *self_, const qn_env_t *env)
 {
     self_t *self = self_;
-    msgpack_unpacked msg;
-    const msgpack_object *a = s_unpack (&msg, env, 1);
     int64_t id;
-    int rc = QN_EPROTO;
-    if (a && s_int (&a [0], &id) && id > 0) {
-        rc = 0;
-        if (qn_park_table_take (&self->table, (uint64_t) id))
-            qn_count (self->kernel, "pop_cancelled", 1);
-        s_settle (self, NULL, 0);
-    }
-    msgpack_unpacked_destroy (&msg);
-    return rc;
+    if (qn_mp_scan (env->body.ptr, env->body.len, "i", &id) || id <= 0)
+        return QN_EPROTO;
+    if (qn_park_table_take (&self->table, (uint64_t) id))
+        qn_count (self->kernel, "pop_cancelled", 1);
+    s_settle (self, NULL, 0);
+    return 0;
 }
 
 //  Body [ctx_id, found].
@@ -264,21 +247,16 @@ static int
 s_on_settled (void *self_, const qn_env_t *env)
 {
     self_t *self = self_;
-    msgpack_unpacked msg;
-    const msgpack_object *a = s_unpack (&msg, env, 2);
     int64_t id;
-    int rc = QN_EPROTO;
-    if (a && s_int (&a [0], &id) && id > 0 && a [1].type == MSGPACK_OBJECT_BOOLEAN) {
-        rc = 0;
-        qn_buf_t woken = QN_BUF_INIT;
-        if (!self->draining)
-            qn_park_table_settled (&self->table, (uint64_t) id, a [1].via.boolean, qn_now_ms (),
-                                   &woken);
-        s_settle (self, &woken, QN_MSG_POP_RETRY);
-        qn_buf_free (&woken);
-    }
-    msgpack_unpacked_destroy (&msg);
-    return rc;
+    bool found;
+    if (qn_mp_scan (env->body.ptr, env->body.len, "ib", &id, &found) || id <= 0)
+        return QN_EPROTO;
+    qn_buf_t woken = QN_BUF_INIT;
+    if (!self->draining)
+        qn_park_table_settled (&self->table, (uint64_t) id, found, qn_now_ms (), &woken);
+    s_settle (self, &woken, QN_MSG_POP_RETRY);
+    qn_buf_free (&woken);
+    return 0;
 }
 
 //  Event "committed" [tenant, queue(, partition)].

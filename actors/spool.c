@@ -34,6 +34,7 @@
 #include "actors.h"
 #include "pg_call.h"
 #include "wire/json.h"
+#include "wire/mp.h"
 #include "wire/spool_codec.h"
 
 #include <dirent.h>
@@ -1027,22 +1028,16 @@ s_on_maintenance (void *self_, const qn_env_t *env)
     self_t *self = self_;
     if (env->from.len == 5 && !memcmp (env->from.ptr, "spool", 5))
         return 0;
-    msgpack_unpacked msg;
-    msgpack_unpacked_init (&msg);
-    const msgpack_object *o = &msg.data;
-    if (msgpack_unpack_next (&msg, env->body.ptr, env->body.len, NULL) == MSGPACK_UNPACK_SUCCESS
-    &&  o->type == MSGPACK_OBJECT_ARRAY && o->via.array.size >= 2
-    &&  o->via.array.ptr [0].type == MSGPACK_OBJECT_BOOLEAN
-    &&  o->via.array.ptr [1].type == MSGPACK_OBJECT_BOOLEAN) {
+    bool push_maint, pop_maint;
+    if (qn_mp_scan (env->body.ptr, env->body.len, "bb", &push_maint, &pop_maint) == 0) {
         self->maint_gen++;
         self->maint_known = true;
-        self->push_maint = o->via.array.ptr [0].via.boolean;
-        self->pop_maint = o->via.array.ptr [1].via.boolean;
+        self->push_maint = push_maint;
+        self->pop_maint = pop_maint;
         qn_info ("maintenance flags set: push=%s pop=%s", self->push_maint ? "on" : "off",
                  self->pop_maint ? "on" : "off");
         s_replay_next (self);
     }
-    msgpack_unpacked_destroy (&msg);
     return 0;
 }
 
@@ -1050,12 +1045,9 @@ static int
 s_on_db (void *self_, const qn_env_t *env)
 {
     self_t *self = self_;
-    msgpack_unpacked msg;
-    msgpack_unpacked_init (&msg);
-    if (msgpack_unpack_next (&msg, env->body.ptr, env->body.len, NULL) == MSGPACK_UNPACK_SUCCESS
-    &&  msg.data.type == MSGPACK_OBJECT_ARRAY && msg.data.via.array.size >= 1
-    &&  msg.data.via.array.ptr [0].type == MSGPACK_OBJECT_BOOLEAN) {
-        self->db_up = msg.data.via.array.ptr [0].via.boolean;
+    bool up;
+    if (qn_mp_scan (env->body.ptr, env->body.len, "b", &up) == 0) {
+        self->db_up = up;
         if (self->db_up) {
             //  Back: retry at once rather than at the end of the backoff.
             if (self->retry_timer)
@@ -1066,7 +1058,6 @@ s_on_db (void *self_, const qn_env_t *env)
             s_replay_next (self);
         }
     }
-    msgpack_unpacked_destroy (&msg);
     return 0;
 }
 

@@ -33,6 +33,7 @@
 #include "pg_call.h"
 #include "pg_statements.h"
 #include "kernel/hashmap.h"
+#include "wire/mp.h"
 
 #include <msgpack.h>
 #include <stdlib.h>
@@ -454,22 +455,14 @@ static int
 s_on_arm (void *self_, const qn_env_t *env)
 {
     self_t *self = self_;
-    msgpack_unpacked msg;
-    msgpack_unpacked_init (&msg);
-    const msgpack_object *o = &msg.data;
     int64_t id, due;
-    int rc = QN_EPROTO;
-    if (msgpack_unpack_next (&msg, env->body.ptr, env->body.len, NULL) == MSGPACK_UNPACK_SUCCESS
-    &&  o->type == MSGPACK_OBJECT_ARRAY && o->via.array.size >= 2
-    &&  qn_pg_call_int (&o->via.array.ptr [0], &id) && qn_pg_call_int (&o->via.array.ptr [1], &due)) {
-        if (due - s_db_now_us (self) <= (int64_t) S_HORIZON_MS * 1000) {
-            s_add (self, id, due);
-            s_arm (self);
-        }
-        rc = 0;
+    if (qn_mp_scan (env->body.ptr, env->body.len, "ii", &id, &due))
+        return QN_EPROTO;
+    if (due - s_db_now_us (self) <= (int64_t) S_HORIZON_MS * 1000) {
+        s_add (self, id, due);
+        s_arm (self);
     }
-    msgpack_unpacked_destroy (&msg);
-    return rc;
+    return 0;
 }
 
 // ------------------------------------------------------------------ sweeping
