@@ -385,22 +385,32 @@ s_kv_put (qn_codec_t *codec, qn_http_ctx_t *ctx)
     msgpack_sbuffer_destroy (&sb);
 }
 
+//  True when the call found a row; otherwise answers (the database error,
+//  or 404 with not_found) unless the client is gone, and returns false.
+static bool
+s_found (qn_http_ctx_t *ctx, const qn_pg_result_t *res, const char *not_found)
+{
+    if (!ctx)
+        return false;
+    if (!res->ok) {
+        qn_http_reply_pg_error (ctx, res);
+        return false;
+    }
+    if (!res->row_count) {
+        qn_http_reply_error (ctx, 404, not_found);
+        return false;
+    }
+    return true;
+}
+
 //  Row: value, version, expires_at, updated_at (none: absent or expired).
 static void
 s_on_kv_get (qn_codec_t *codec, qn_http_ctx_t *ctx, qn_pg_result_t *res, void *arg)
 {
     (void) codec;
     (void) arg;
-    if (!ctx)
+    if (!s_found (ctx, res, "key not found"))
         return;
-    if (!res->ok) {
-        qn_http_reply_pg_error (ctx, res);
-        return;
-    }
-    if (!res->row_count) {
-        qn_http_reply_error (ctx, 404, "key not found");
-        return;
-    }
     int64_t version = 0;
     s_col_int (res, 0, 1, &version);
     qn_buf_t b = QN_BUF_INIT;
@@ -781,16 +791,8 @@ s_on_timer_get (qn_codec_t *codec, qn_http_ctx_t *ctx, qn_pg_result_t *res, void
 {
     (void) codec;
     (void) arg;
-    if (!ctx)
+    if (!s_found (ctx, res, "timer not found"))
         return;
-    if (!res->ok) {
-        qn_http_reply_pg_error (ctx, res);
-        return;
-    }
-    if (!res->row_count) {
-        qn_http_reply_error (ctx, 404, "timer not found");
-        return;
-    }
     int64_t fired_at, seq, pid;
     bool fired = s_col_int (res, 0, 6, &fired_at);
     qn_buf_t b = QN_BUF_INIT;
