@@ -301,6 +301,11 @@ export async function startBroker (opts = {}) {
     };
     const proc = spawn(BIN, args, { env: childEnv, stdio: ['ignore', 'pipe', 'pipe'] });
     brokers.add(proc);
+    //  A broker a failed test did not stop must not keep this process alive:
+    //  the exit handler kills it.
+    proc.unref();
+    proc.stdout.unref();
+    proc.stderr.unref();
     let output = '';
     const echo = process.env.QN_BROKER_LOG === '1';
     const collect = (chunk) => {
