@@ -4,8 +4,9 @@
 //  from 100 hot partitions. Checks that every message is delivered exactly
 //  once, that drained partitions leave the claim index (no ready row), and
 //  that one call of pop, empty pop, ack and push touches about as many
-//  buffers at 50,000 partitions as at 1,000 (auto_explain): the serve path
-//  does not scan idle partitions. Latencies at both sizes are logged, not
+//  buffers at 50,000 partitions as at 1,000 (auto_explain; the empty pop
+//  exactly as many, the others at most the extra B-tree levels): the serve
+//  path does not scan idle partitions. Latencies at both sizes are logged, not
 //  asserted (shared 2-core machines, sanitizer build).
 
 import { test, after } from 'node:test';
@@ -44,8 +45,14 @@ SELECT /* ${tag}push_new */ count(*) FROM queen.push ('', array_fill ('${Q}'::te
 SELECT /* ${tag}pop_new */ coalesce (array_agg (partition_id), '{}') AS pids, coalesce (array_agg (seq), '{}') AS seqs, count (seq) AS n FROM queen.pop ('', '${Q}', NULL, NULL, NULL, NULL, 100, 100, gen_random_uuid (), false) WHERE seq IS NOT NULL \\gset
 SELECT /* ${tag}ack_new */ count(*) FROM queen.ack ('', array_fill ('__QUEUE_MODE__'::text, ARRAY[:n]), :'pids'::bigint[], array_fill (NULL::text, ARRAY[:n]), :'seqs'::bigint[], array_fill ('completed'::text, ARRAY[:n]), array_fill (NULL::uuid, ARRAY[:n]), array_fill (NULL::text, ARRAY[:n]));
 `;
+    //  The ANALYZEs keep the broker's plans sane after the VACUUM makes
+    //  them re-plan: plans made on nearly empty tables scan cursors,
+    //  partitions and ready per call (docs/benchmarks.md, finding 1), which
+    //  would make this test's growth phase slow, not fail it.
     fs.writeFileSync(file, `
-VACUUM queen.ready;
+VACUUM ANALYZE queen.ready;
+ANALYZE queen.cursors;
+ANALYZE queen.partitions;
 LOAD 'auto_explain';
 SET auto_explain.log_min_duration = 0;
 SET auto_explain.log_analyze = on;
@@ -247,13 +254,16 @@ test('one queue grows to 50,000 partitions under steady load; the serve path ign
                     ` (${lat1.length} pops); at ${TOTAL}: ${percentile(lat2, 0.5)}/${percentile(lat2, 0.99)} (${lat2.length} pops)`);
         console.log(`cardinality: buffers per call at ${SMALL}: ${JSON.stringify(p1)}`);
         console.log(`cardinality: buffers per call at ${TOTAL}: ${JSON.stringify(p2)}`);
-        //  50x the partitions: a scan of idle partitions (their ready,
-        //  cursors or partitions rows) would touch hundreds of pages more;
-        //  a deeper B-tree costs about one page per lookup.
-        for (const k of ['pop', 'pop_empty', 'ack', 'push_existing'])
-            assert.ok(p2[k] <= p1[k] * 1.3 + 40, `${k}: ${p2[k]} buffers at ${TOTAL} partitions vs ${p1[k]} at ${SMALL}`);
-        for (const k of ['push_new', 'pop_new', 'ack_new'])
-            assert.ok(p2[k] <= p1[k] * 1.5 + 200, `${k}: ${p2[k]} buffers at ${TOTAL} partitions vs ${p1[k]} at ${SMALL}`);
+        //  50x the partitions. A deeper B-tree costs about one page per
+        //  lookup, and a call of 100 items does a few lookups per item, so
+        //  a call may read up to ~2x; one scan of the idle partitions'
+        //  rows (partitions, cursors: ~160 and ~120 bytes each) would add
+        //  700+ pages, one per item tens of thousands. The empty pop is the
+        //  claim alone: it must not grow at all.
+        assert.ok(p2.pop_empty <= p1.pop_empty + 20,
+                  `pop_empty: ${p2.pop_empty} buffers at ${TOTAL} partitions vs ${p1.pop_empty} at ${SMALL}`);
+        for (const k of ['pop', 'ack', 'push_existing', 'push_new', 'pop_new', 'ack_new'])
+            assert.ok(p2[k] <= p1[k] * 2 + 100, `${k}: ${p2[k]} buffers at ${TOTAL} partitions vs ${p1[k]} at ${SMALL}`);
     } finally {
         stopProducer = stopConsumers = true;
         await Promise.allSettled(workers);
