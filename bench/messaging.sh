@@ -23,35 +23,12 @@ fi
 SECS="${QN_BENCH_SECONDS:-15}"
 OUT="$QN_BENCH_OUT/messaging.txt"
 T="$QN_TMP"
-PSQL="psql -X -q -t -A -h 127.0.0.1 -p $QN_PG_PORT -U postgres"
 PGBENCH=$(ls /usr/lib/postgresql/*/bin/pgbench 2>/dev/null | tail -n 1)
-mkdir -p "$QN_BENCH_OUT"
 
-QPID=""
-cleanup () {
-    trap "" INT TERM HUP
-    trap - EXIT
-    [ -n "$QPID" ] && kill -TERM "$QPID" 2>/dev/null && wait "$QPID" 2>/dev/null
-    true
-}
-trap cleanup EXIT
+. "$HERE/lib.sh"
+bench_start messaging
 
-DB=bench_messaging
-$PSQL -d postgres -c "DROP DATABASE IF EXISTS $DB" -c "CREATE DATABASE $DB"
-PORT=$(sh "$QN_ROOT/scripts/pg.sh" freeport)
-PORT=$PORT HOST=127.0.0.1 PG_HOST=127.0.0.1 PG_PORT=$QN_PG_PORT PG_DB=$DB \
-    FILE_BUFFER_DIR="$T/spool" LOG_LEVEL=warn "$QN_BIN" > "$T/broker.log" 2>&1 &
-QPID=$!
-URL="http://127.0.0.1:$PORT"
-n=0
-until curl -sf "$URL/health" >/dev/null 2>&1; do
-    n=$((n + 1))
-    [ $n -gt 200 ] && { echo "messaging: broker did not start"; cat "$T/broker.log"; exit 1; }
-    sleep 0.1
-done
-
-rss () { awk '/VmRSS/ { print $2 }' "/proc/$QPID/status"; }
-RSS_IDLE=$(rss)
+RSS_IDLE=$(bench_rss)
 consumed () {
     $PSQL -d $DB -c "SELECT count(*) FROM queen.messages m
         JOIN queen.partitions p ON p.id = m.partition_id
@@ -70,7 +47,7 @@ pushed () {
 echo "messaging: push via HTTP (${SECS}s)"
 PUSH=$(node "$HERE/load.mjs" push --url "$URL" --queue bpush --conns 8 --batch 100 --payload 256 \
        --partitions 1000 --seconds "$SECS")
-RSS_LOAD=$(rss)
+RSS_LOAD=$(bench_rss)
 PUSH_RATE=$(echo "$PUSH" | sed 's/.*"msgs_per_s":\([0-9]*\).*/\1/')
 
 cat > "$T/push.sql" <<EOF
@@ -125,7 +102,7 @@ echo "messaging: long-poll wake-up latency"
 WAKE=$(node "$HERE/load.mjs" wake --url "$URL" --queue bwake --samples 300 --interval 20)
 P50=$(echo "$WAKE" | sed 's/.*"p50_ms":\([0-9.]*\).*/\1/')
 P99=$(echo "$WAKE" | sed 's/.*"p99_ms":\([0-9.]*\).*/\1/')
-RSS_END=$(rss)
+RSS_END=$(bench_rss)
 
 ratio () { awk -v a="$1" -v b="$2" 'BEGIN { if (b > 0) printf "%.2f", a / b; else print "n/a" }'; }
 {

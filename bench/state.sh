@@ -26,32 +26,10 @@ NTIMERS="${QN_BENCH_TIMERS:-100000}"
 WINDOW="${QN_BENCH_TIMER_WINDOW_S:-60}"
 OUT="$QN_BENCH_OUT/state.txt"
 T="$QN_TMP"
-PSQL="psql -X -q -t -A -h 127.0.0.1 -p $QN_PG_PORT -U postgres"
 PGBENCH=$(ls /usr/lib/postgresql/*/bin/pgbench 2>/dev/null | tail -n 1)
-mkdir -p "$QN_BENCH_OUT"
 
-QPID=""
-cleanup () {
-    trap "" INT TERM HUP
-    trap - EXIT
-    [ -n "$QPID" ] && kill -TERM "$QPID" 2>/dev/null && wait "$QPID" 2>/dev/null
-    true
-}
-trap cleanup EXIT
-
-DB=bench_state
-$PSQL -d postgres -c "DROP DATABASE IF EXISTS $DB" -c "CREATE DATABASE $DB"
-PORT=$(sh "$QN_ROOT/scripts/pg.sh" freeport)
-PORT=$PORT HOST=127.0.0.1 PG_HOST=127.0.0.1 PG_PORT=$QN_PG_PORT PG_DB=$DB \
-    FILE_BUFFER_DIR="$T/spool" LOG_LEVEL=warn "$QN_BIN" > "$T/broker.log" 2>&1 &
-QPID=$!
-URL="http://127.0.0.1:$PORT"
-n=0
-until curl -sf "$URL/health" >/dev/null 2>&1; do
-    n=$((n + 1))
-    [ $n -gt 200 ] && { echo "state: broker did not start"; cat "$T/broker.log"; exit 1; }
-    sleep 0.1
-done
+. "$HERE/lib.sh"
+bench_start state
 
 # Percentiles of the firing lag (ms) of the fired timers of queue $1:
 # "p50 p99 max count".

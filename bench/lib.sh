@@ -1,0 +1,46 @@
+# bench/lib.sh - what every scenario does first: sourced by bench/*.sh
+# (run by bench/run.sh, environment described there).
+#   bench_start NAME   fresh database bench_NAME, a broker on a free port
+#                      against it (log in $QN_TMP/broker.log), waits for
+#                      /health; sets DB, PORT, URL, QPID; stops the broker
+#                      on exit. Extra broker settings: BENCH_BROKER_ENV.
+#   bench_rss          the broker's VmRSS in KiB
+# Also sets PSQL (psql on the bench cluster) and creates $QN_BENCH_OUT.
+
+PSQL="psql -X -q -t -A -h 127.0.0.1 -p $QN_PG_PORT -U postgres"
+mkdir -p "$QN_BENCH_OUT"
+QPID=""
+
+bench_cleanup () {
+    trap "" INT TERM HUP
+    trap - EXIT
+    [ -n "$QPID" ] && kill -TERM "$QPID" 2>/dev/null && wait "$QPID" 2>/dev/null
+    true
+}
+
+bench_start () {
+    DB="bench_$1"
+    trap bench_cleanup EXIT
+    $PSQL -d postgres -c "DROP DATABASE IF EXISTS $DB" -c "CREATE DATABASE $DB"
+    PORT=$(sh "$QN_ROOT/scripts/pg.sh" freeport)
+    # shellcheck disable=SC2086
+    env PORT="$PORT" HOST=127.0.0.1 PG_HOST=127.0.0.1 PG_PORT="$QN_PG_PORT" PG_DB="$DB" \
+        FILE_BUFFER_DIR="$QN_TMP/spool" LOG_LEVEL=warn ${BENCH_BROKER_ENV:-} \
+        "$QN_BIN" > "$QN_TMP/broker.log" 2>&1 &
+    QPID=$!
+    URL="http://127.0.0.1:$PORT"
+    n=0
+    until curl -sf "$URL/health" >/dev/null 2>&1; do
+        n=$((n + 1))
+        if [ $n -gt 200 ]; then
+            echo "$1: broker did not start"
+            cat "$QN_TMP/broker.log"
+            exit 1
+        fi
+        sleep 0.1
+    done
+}
+
+bench_rss () {
+    awk '/VmRSS/ { print $2 }' "/proc/$QPID/status"
+}
