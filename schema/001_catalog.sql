@@ -154,7 +154,10 @@ CREATE TABLE queen.cursors (
   updated_at   timestamptz NOT NULL DEFAULT now(),
   PRIMARY KEY (partition_id, group_id)
 ) WITH (fillfactor = 80);
-CREATE INDEX cursors_group ON queen.cursors (group_id);
+-- (group_id, partition_id), not (group_id) alone: a generic plan that picks
+-- this index for a (partition, group) lookup must still probe one row, not
+-- walk every cursor of the group.
+CREATE INDEX cursors_group ON queen.cursors (group_id, partition_id);
 
 -- ---------------------------------------------------------------------------
 -- Failure, system state, deferred deletes

@@ -396,8 +396,11 @@ RETURNS TABLE(ord int, seq bigint, partition_id bigint, queue_id int, duplicate 
 LANGUAGE plpgsql
 -- generic plans: the statements are written to plan well without the parameter
 -- values; custom plans would re-plan every call (~0.3 ms per statement that
--- touches the partitioned queen.messages). See docs/storage.md.
+-- touches the partitioned queen.messages). See docs/storage.md. No seq or
+-- bitmap scans: a plan cached while the tables were nearly empty must not
+-- walk every partition, ready or cursors row once they are large.
 SET plan_cache_mode = force_generic_plan
+SET enable_seqscan = off SET enable_bitmapscan = off
 AS $$
 #variable_conflict use_column
 DECLARE
@@ -1188,8 +1191,11 @@ RETURNS TABLE(ord int, success bool, error text, queue_name text, partition_name
 LANGUAGE plpgsql
 -- generic plans: the statements are written to plan well without the parameter
 -- values; custom plans would re-plan every call (~0.3 ms per statement that
--- touches the partitioned queen.messages). See docs/storage.md.
+-- touches the partitioned queen.messages). See docs/storage.md. No seq or
+-- bitmap scans: a plan cached while the tables were nearly empty must not
+-- walk every partition, ready or cursors row once they are large.
 SET plan_cache_mode = force_generic_plan
+SET enable_seqscan = off SET enable_bitmapscan = off
 AS $$
 #variable_conflict use_column
 BEGIN
@@ -1289,8 +1295,11 @@ RETURNS TABLE(kind text, ord int, seq bigint, partition_id bigint, queue_id int,
 LANGUAGE plpgsql
 -- generic plans: the statements are written to plan well without the parameter
 -- values; custom plans would re-plan every call (~0.3 ms per statement that
--- touches the partitioned queen.messages). See docs/storage.md.
+-- touches the partitioned queen.messages). See docs/storage.md. No seq or
+-- bitmap scans: a plan cached while the tables were nearly empty must not
+-- walk every partition, ready or cursors row once they are large.
 SET plan_cache_mode = force_generic_plan
+SET enable_seqscan = off SET enable_bitmapscan = off
 AS $$
 #variable_conflict use_column
 DECLARE
@@ -1358,8 +1367,11 @@ RETURNS TABLE(status text, expires_at timestamptz)
 LANGUAGE plpgsql
 -- generic plans: the statements are written to plan well without the parameter
 -- values; custom plans would re-plan every call (~0.3 ms per statement that
--- touches the partitioned queen.messages). See docs/storage.md.
+-- touches the partitioned queen.messages). See docs/storage.md. No seq or
+-- bitmap scans: a plan cached while the tables were nearly empty must not
+-- walk every partition, ready or cursors row once they are large.
 SET plan_cache_mode = force_generic_plan
+SET enable_seqscan = off SET enable_bitmapscan = off
 AS $$
 #variable_conflict use_column
 DECLARE

@@ -66,8 +66,9 @@ CREATE FUNCTION queen.bundle(p_tenant text, p_kinds text[],
 RETURNS TABLE(idx int, kind text, seq bigint, partition_id bigint, queue_name text, dlq bool,
   version bigint, at timestamptz, status text, timer_row bigint)
 LANGUAGE plpgsql
--- generic plans, as queen.txn (docs/storage.md §5)
+-- generic plans without seq/bitmap scans, as queen.txn (docs/storage.md §5)
 SET plan_cache_mode = force_generic_plan
+SET enable_seqscan = off SET enable_bitmapscan = off
 AS $$
 #variable_conflict use_column
 DECLARE
