@@ -113,6 +113,13 @@ qn_codec_pop_maintenance (qn_codec_t *codec)
     return codec->pop_maintenance;
 }
 
+void
+qn_codec_set_maintenance (qn_codec_t *codec, bool push, bool pop)
+{
+    codec->push_maintenance = push;
+    codec->pop_maintenance = pop;
+}
+
 bool
 qn_codec_draining (qn_codec_t *codec)
 {

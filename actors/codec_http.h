@@ -136,6 +136,8 @@ bool qn_codec_spool_active (qn_codec_t *codec);
 bool qn_codec_push_maintenance (qn_codec_t *codec);
 bool qn_codec_pop_maintenance (qn_codec_t *codec);
 bool qn_codec_draining (qn_codec_t *codec);
+//  Sets the maintenance modes (the system routes, after persisting them).
+void qn_codec_set_maintenance (qn_codec_t *codec, bool push, bool pop);
 
 // ------------------------------------------------------------------ access control
 //  codec_http_auth.c (spec §1.8). The state (keys, policy, skip paths)

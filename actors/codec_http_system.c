@@ -196,6 +196,9 @@ typedef struct {
 static void
 s_publish (qn_codec_t *codec, bool push, bool pop)
 {
+    //  This codec acts at once (a push right after the answer must see
+    //  the new mode); the event tells the spool and anyone else.
+    qn_codec_set_maintenance (codec, push, pop);
     char body [3] = { (char) 0x92, push ? (char) 0xc3 : (char) 0xc2, pop ? (char) 0xc3 : (char) 0xc2 };
     qn_publish (qn_codec_kernel (codec), "maintenance", QN_MSG_CONFIG, body, sizeof body);
 }

@@ -33,6 +33,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import { fileURLToPath } from 'node:url';
+import { after } from 'node:test';
 
 const execFileP = promisify(execFile);
 const HERE = path.dirname(fileURLToPath(import.meta.url));
@@ -46,6 +47,13 @@ const PG_SH = path.join(ROOT, 'scripts', 'pg.sh');
 const TMP = process.env.QN_TMP || os.tmpdir();
 
 const brokers = new Set();      //  Live child processes
+
+//  A broker a failed test did not stop would keep the test file's process
+//  alive: when the file's tests are done, kill what is left.
+after(() => {
+    for (const proc of brokers)
+        proc.kill('SIGKILL');
+});
 const tmpDirs = new Set();      //  Directories we created, removed at exit
 let pgFrozen = false;
 let pgStopped = false;
@@ -301,11 +309,6 @@ export async function startBroker (opts = {}) {
     };
     const proc = spawn(BIN, args, { env: childEnv, stdio: ['ignore', 'pipe', 'pipe'] });
     brokers.add(proc);
-    //  A broker a failed test did not stop must not keep this process alive:
-    //  the exit handler kills it.
-    proc.unref();
-    proc.stdout.unref();
-    proc.stderr.unref();
     let output = '';
     const echo = process.env.QN_BROKER_LOG === '1';
     const collect = (chunk) => {
