@@ -32,6 +32,7 @@
 
 import http from 'node:http';
 import { execFileSync } from 'node:child_process';
+import { makeRequest } from './http.mjs';
 
 const args = Object.fromEntries(process.argv.slice(2).reduce((acc, a, i, all) => {
     if (a.startsWith('--'))
@@ -61,30 +62,7 @@ if (checkpoints.some((c, i) => !(c >= hot) || (i > 0 && c <= checkpoints[i - 1])
 
 const agentOpts = { keepAlive: true, maxSockets: 1 };
 
-function request (agent, method, path, body) {
-    return new Promise((resolve, reject) => {
-        const data = body === undefined ? undefined : Buffer.from(JSON.stringify(body));
-        const req = http.request({
-            host: url.hostname, port: url.port, method, path, agent,
-            headers: data ? { 'Content-Type': 'application/json', 'Content-Length': data.length } : {},
-        }, (res) => {
-            const chunks = [];
-            res.on('data', (c) => chunks.push(c));
-            res.on('end', () => {
-                const text = Buffer.concat(chunks).toString();
-                let json = null;
-                if (text.length && (res.headers['content-type'] || '').includes('json'))
-                    json = JSON.parse(text);
-                resolve({ status: res.statusCode, body: json });
-            });
-        });
-        req.on('error', reject);
-        req.setTimeout(60000, () => req.destroy(new Error(`${method} ${path}: no answer in 60 s`)));
-        if (data)
-            req.write(data);
-        req.end();
-    });
-}
+const request = makeRequest(url, 60000);
 
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 const now = () => performance.now();

@@ -7,6 +7,7 @@
 //  Prints one JSON line with the figures.
 
 import http from 'node:http';
+import { makeRequest } from './http.mjs';
 
 const args = Object.fromEntries(process.argv.slice(3).reduce((acc, a, i, all) => {
     if (a.startsWith('--'))
@@ -22,29 +23,7 @@ const payloadBytes = Number(args.payload || 256);
 const partitions = Number(args.partitions || 1000);
 const popPartitions = Number(args['pop-partitions'] || 100);
 
-function request (agent, method, path, body) {
-    return new Promise((resolve, reject) => {
-        const data = body === undefined ? undefined : Buffer.from(JSON.stringify(body));
-        const req = http.request({
-            host: url.hostname, port: url.port, method, path, agent,
-            headers: data ? { 'Content-Type': 'application/json', 'Content-Length': data.length } : {},
-        }, (res) => {
-            const chunks = [];
-            res.on('data', (c) => chunks.push(c));
-            res.on('end', () => {
-                const text = Buffer.concat(chunks).toString();
-                let json = null;
-                if (text.length && (res.headers['content-type'] || '').includes('json'))
-                    json = JSON.parse(text);
-                resolve({ status: res.statusCode, body: json });
-            });
-        });
-        req.on('error', reject);
-        if (data)
-            req.write(data);
-        req.end();
-    });
-}
+const request = makeRequest(url);
 
 const filler = 'x'.repeat(Math.max(0, payloadBytes - 40));
 function items (n, seq) {
