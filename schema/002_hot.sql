@@ -906,7 +906,8 @@ $$;
 -- applied in (partition, group, seq) order with per-(partition, group) running
 -- state held in arrays; the writes (DLQ copies, ready updates, drains into
 -- cursors) are a handful of set-based statements at the end.
--- Partition locks must already be held by the caller.
+-- p_txn: the caller holds the partition locks (L1); otherwise none are held
+-- and the drain try-locks.
 CREATE FUNCTION queen._ack_core(p_tenant text, p_groups text[], p_pids bigint[], p_txn_ids text[],
   p_seqs bigint[], p_statuses text[], p_lease_ids uuid[], p_errors text[], p_txn bool)
 RETURNS TABLE(ord int, success bool, error text, queue_name text, partition_name text,
@@ -932,6 +933,7 @@ DECLARE
   d_rc int[] := '{}'; d_err text[] := '{}';
   i int; j int; o int;
   v_st text; v_dl bool; v_use bool; v_reset bool; v_dec text;
+  v_lk bigint[];   -- partitions whose drain is exact (lock held)
 BEGIN
   IF n = 0 THEN
     RETURN;
@@ -1140,12 +1142,29 @@ BEGIN
          AS u(p, g, cur, lease, avail, lf, lt, bs, ac, att, chg, ex0)
     WHERE u.chg AND u.ex0 AND r.partition_id = u.p AND r.group_id = u.g;
 
-    -- drain: a released row with nothing after its cursor goes to cursors
-    -- (exact: the partition locks are held, no push is in flight, I3)
+    -- drain: a released row with nothing after its cursor goes to cursors.
+    -- Exact only while no push is in flight on the partition (I3). The
+    -- transaction route holds the partition locks; a plain ack does not wait
+    -- for pushes: it try-locks (shared, so acks of other groups do not
+    -- exclude each other) the partitions of its drain candidates in a
+    -- statement of its own, so the drain's snapshot sees every push that
+    -- held the lock before. A partition whose lock a push holds keeps its
+    -- row: that push puts a message after the cursor (or, rolled back,
+    -- leaves a stale row for a claim to clean, as pop does).
+    IF p_txn THEN
+      v_lk := s_pid;
+    ELSE
+      SELECT array_agg(c.p) INTO v_lk
+        FROM (SELECT DISTINCT u.p
+                FROM unnest(s_pid, s_chg, s_ex0, s_lease, s_avail) AS u(p, chg, ex0, lease, avail)
+               WHERE u.chg AND u.ex0 AND u.lease IS NULL AND u.avail <= v_now) c
+       WHERE pg_try_advisory_xact_lock_shared(c.p);
+    END IF;
     WITH d AS (
       DELETE FROM queen.ready r
        USING unnest(s_pid, s_gid, s_chg, s_ex0) AS u(p, g, chg, ex0)
        WHERE u.chg AND u.ex0 AND r.partition_id = u.p AND r.group_id = u.g
+         AND u.p = ANY (v_lk)
          AND r.lease_id IS NULL AND r.avail_at <= v_now
          AND NOT EXISTS (SELECT 1 FROM queen.messages m
                           WHERE m.partition_id = r.partition_id AND m.seq > r.acked_seq)
@@ -1199,9 +1218,9 @@ SET enable_seqscan = off SET enable_bitmapscan = off
 AS $$
 #variable_conflict use_column
 BEGIN
-  -- L1: partition locks, ascending, before anything else
-  PERFORM pg_advisory_xact_lock(x)
-     FROM (SELECT DISTINCT x FROM unnest(p_pids) x WHERE x IS NOT NULL ORDER BY x) s;
+  -- No partition locks: the ready row locks (L4) order acks of one
+  -- (partition, group); the drain try-locks (see _ack_core), so an ack never
+  -- waits for a push.
   RETURN QUERY
   SELECT a.ord, a.success, a.error, a.queue_name, a.partition_name, a.lease_released, a.dlq
     FROM queen._ack_core(p_tenant, p_groups, p_pids, p_txn_ids, p_seqs, p_statuses, p_lease_ids,
