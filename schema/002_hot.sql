@@ -324,12 +324,15 @@ BEGIN
     SELECT x.pid, g.id, x.qid,
            GREATEST(v_now + make_interval(secs => GREATEST(qq.delayed_processing, qq.window_buffer)),
                     CASE WHEN g.backfill_pos IS NULL THEN x.head_nb END),
-           COALESCE(c.acked_seq, g.start_seq)
+           -- a scalar subquery, not a join: both keys are then parameters of
+           -- one point lookup; as a join, a plan made on small tables probed
+           -- by group only and filtered every cursor of the group
+           COALESCE((SELECT c.acked_seq FROM queen.cursors c
+                      WHERE c.partition_id = x.pid AND c.group_id = g.id), g.start_seq)
     FROM (SELECT nb.pid, nb.qid, (array_agg(nb.nb ORDER BY nb.new_seq))[1] AS head_nb
             FROM numbered nb WHERE nb.new_seq IS NOT NULL GROUP BY nb.pid, nb.qid) x
     JOIN queen.consumer_groups g ON g.queue_id = x.qid AND NOT g.retired
     JOIN queen.queues qq ON qq.id = x.qid
-    LEFT JOIN queen.cursors c ON c.partition_id = x.pid AND c.group_id = g.id
     -- No NOT EXISTS pre-check: as a generic plan it became an anti-join that
     -- read every ready row of the queue (55k rows for a 200-partition push).
     -- ON CONFLICT checks the primary key first and inserts nothing when the
@@ -990,11 +993,15 @@ BEGIN
     FROM (
       SELECT k.p, k.g, k.q, r.partition_id IS NOT NULL AS ex, r.lease_id, r.avail_at, r.acked_seq,
              r.leased_from, r.leased_to, COALESCE(r.batch_size, 0) AS bs, COALESCE(r.acked_count, 0) AS ac,
-             COALESCE(r.attempts, 0) AS att, COALESCE(c.acked_seq, g.start_seq, 0) AS cold
+             COALESCE(r.attempts, 0) AS att,
+             COALESCE((SELECT c.acked_seq FROM queen.cursors c
+                        WHERE c.partition_id = k.p AND c.group_id = k.g), g.start_seq, 0) AS cold
         FROM (SELECT DISTINCT u.p, u.g, u.q FROM unnest(a_pid, a_gid, a_qid) u(p, g, q)
                WHERE u.p IS NOT NULL AND u.g IS NOT NULL) k
-        LEFT JOIN queen.ready r ON r.partition_id = k.p AND r.group_id = k.g
-        LEFT JOIN queen.cursors c ON c.partition_id = k.p AND c.group_id = k.g
+        -- point lookups whatever the statistics (see _push_rows): LIMIT
+        -- keeps the lateral subquery from being flattened into a join
+        LEFT JOIN LATERAL (SELECT * FROM queen.ready r0
+                            WHERE r0.partition_id = k.p AND r0.group_id = k.g LIMIT 1) r ON true
         LEFT JOIN queen.consumer_groups g ON g.id = k.g
        ORDER BY k.p, k.g) z;   -- one sort; array_agg keeps the input order
   ns := COALESCE(array_length(s_pid, 1), 0);
@@ -1586,10 +1593,11 @@ BEGIN
   WITH lim AS (
     SELECT b.id,
            CASE WHEN p_kind = 'completed' THEN
-             (SELECT min(COALESCE(r.acked_seq, c.acked_seq, g.start_seq))
+             (SELECT min(COALESCE(
+                       (SELECT r.acked_seq FROM queen.ready r WHERE r.partition_id = b.id AND r.group_id = g.id),
+                       (SELECT c.acked_seq FROM queen.cursors c WHERE c.partition_id = b.id AND c.group_id = g.id),
+                       g.start_seq))
                 FROM queen.consumer_groups g
-                LEFT JOIN queen.ready r ON r.partition_id = b.id AND r.group_id = g.id
-                LEFT JOIN queen.cursors c ON c.partition_id = b.id AND c.group_id = g.id
                WHERE g.queue_id = p_qid AND NOT g.retired)
            ELSE 9223372036854775807 END AS upto
       FROM unnest(v_pids) b(id)),
