@@ -28,13 +28,6 @@ static const qn_sql_stmt_t s_stmts [QN_SQL_COUNT_] = {
         "SELECT ord, success, error, queue_name, partition_name, lease_released, dlq"
         " FROM queen.ack ($1, $2, $3, $4, $5, $6, $7, $8)", 8,
         { T, TA, QN_OID_INT8_ARR, TA, QN_OID_INT8_ARR, TA, QN_OID_UUID_ARR, TA } },
-    [QN_SQL_TXN] = { "txn",
-        "SELECT kind, ord, seq, partition_id, queue_id, queue_name, success, error, dlq"
-        " FROM queen.txn ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16,"
-        " queen.ts_of_us ($17))", 17,
-        { T, TA, TA, TA, QN_OID_BYTEA_ARR, QN_OID_UUID_ARR, TA, QN_OID_BOOL_ARR,
-          TA, QN_OID_INT8_ARR, TA, QN_OID_INT8_ARR, TA, QN_OID_UUID_ARR, TA, QN_OID_UUID_ARR,
-          QN_OID_INT8_ARR } },
     [QN_SQL_RENEW] = { "renew",
         "SELECT status, expires_at FROM queen.renew ($1, $2)", 2,
         { QN_OID_UUID, QN_OID_INT4 } },

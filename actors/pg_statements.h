@@ -19,7 +19,6 @@ typedef enum {
     QN_SQL_POP,
     QN_SQL_POP_NS,
     QN_SQL_ACK,
-    QN_SQL_TXN,
     QN_SQL_RENEW,
     QN_SQL_CONFIGURE,
     QN_SQL_RETENTION,

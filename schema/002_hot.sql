@@ -937,6 +937,7 @@ DECLARE
   i int; j int; o int;
   v_st text; v_dl bool; v_use bool; v_reset bool; v_dec text;
   v_lk bigint[];   -- partitions whose drain is exact (lock held)
+  v_dk int[];      -- the states drained (indexes into s_*)
 BEGIN
   IF n = 0 THEN
     RETURN;
@@ -1142,22 +1143,15 @@ BEGIN
   END IF;
 
   IF ns > 0 AND true = ANY (s_chg) THEN
-    UPDATE queen.ready r SET
-      acked_seq = u.cur, lease_id = u.lease, avail_at = u.avail, leased_from = u.lf,
-      leased_to = u.lt, batch_size = u.bs, acked_count = u.ac, attempts = u.att
-    FROM unnest(s_pid, s_gid, s_cur, s_lease, s_avail, s_from, s_to, s_bs, s_ac, s_att, s_chg, s_ex0)
-         AS u(p, g, cur, lease, avail, lf, lt, bs, ac, att, chg, ex0)
-    WHERE u.chg AND u.ex0 AND r.partition_id = u.p AND r.group_id = u.g;
-
     -- drain: a released row with nothing after its cursor goes to cursors.
     -- Exact only while no push is in flight on the partition (I3). The
     -- transaction route holds the partition locks; a plain ack does not wait
     -- for pushes: it try-locks (shared, so acks of other groups do not
     -- exclude each other) the partitions of its drain candidates in a
-    -- statement of its own, so the drain's snapshot sees every push that
-    -- held the lock before. A partition whose lock a push holds keeps its
-    -- row: that push puts a message after the cursor (or, rolled back,
-    -- leaves a stale row for a claim to clean, as pop does).
+    -- statement of its own, so the next statement's snapshot sees every
+    -- push that held the lock before. A partition whose lock a push holds
+    -- keeps its row: that push puts a message after the cursor (or, rolled
+    -- back, leaves a stale row for a claim to clean, as pop does).
     IF p_txn THEN
       v_lk := s_pid;
     ELSE
@@ -1167,19 +1161,33 @@ BEGIN
                WHERE u.chg AND u.ex0 AND u.lease IS NULL AND u.avail <= v_now) c
        WHERE pg_try_advisory_xact_lock_shared(c.p);
     END IF;
-    WITH d AS (
-      DELETE FROM queen.ready r
-       USING unnest(s_pid, s_gid, s_chg, s_ex0) AS u(p, g, chg, ex0)
-       WHERE u.chg AND u.ex0 AND r.partition_id = u.p AND r.group_id = u.g
-         AND u.p = ANY (v_lk)
-         AND r.lease_id IS NULL AND r.avail_at <= v_now
-         AND NOT EXISTS (SELECT 1 FROM queen.messages m
-                          WHERE m.partition_id = r.partition_id AND m.seq > r.acked_seq)
-      RETURNING r.partition_id, r.group_id, r.acked_seq)
-    INSERT INTO queen.cursors AS cu (partition_id, group_id, acked_seq)
-    SELECT * FROM d ORDER BY 1, 2
-    ON CONFLICT (partition_id, group_id) DO UPDATE
-      SET acked_seq = GREATEST(cu.acked_seq, EXCLUDED.acked_seq), updated_at = now();
+    -- the states to drain (by index); they are deleted, not updated first
+    -- (most acks of sparse partitions drain: one row version less each)
+    SELECT array_agg(u.k::int) INTO v_dk
+      FROM unnest(s_pid, s_chg, s_ex0, s_lease, s_avail, s_cur)
+           WITH ORDINALITY AS u(p, chg, ex0, lease, avail, cur, k)
+     WHERE u.chg AND u.ex0 AND u.lease IS NULL AND u.avail <= v_now AND u.p = ANY (v_lk)
+       AND NOT EXISTS (SELECT 1 FROM queen.messages m WHERE m.partition_id = u.p AND m.seq > u.cur);
+
+    UPDATE queen.ready r SET
+      acked_seq = u.cur, lease_id = u.lease, avail_at = u.avail, leased_from = u.lf,
+      leased_to = u.lt, batch_size = u.bs, acked_count = u.ac, attempts = u.att
+    FROM unnest(s_pid, s_gid, s_cur, s_lease, s_avail, s_from, s_to, s_bs, s_ac, s_att, s_chg, s_ex0)
+         WITH ORDINALITY AS u(p, g, cur, lease, avail, lf, lt, bs, ac, att, chg, ex0, k)
+    WHERE u.chg AND u.ex0 AND NOT (u.k::int = ANY (COALESCE(v_dk, '{}')))
+      AND r.partition_id = u.p AND r.group_id = u.g;
+
+    IF v_dk IS NOT NULL THEN
+      WITH d AS (
+        DELETE FROM queen.ready r
+         USING (SELECT s_pid[k] AS p, s_gid[k] AS g, s_cur[k] AS cur FROM unnest(v_dk) k) u
+         WHERE r.partition_id = u.p AND r.group_id = u.g
+        RETURNING r.partition_id, r.group_id, u.cur)
+      INSERT INTO queen.cursors AS cu (partition_id, group_id, acked_seq)
+      SELECT * FROM d ORDER BY 1, 2
+      ON CONFLICT (partition_id, group_id) DO UPDATE
+        SET acked_seq = GREATEST(cu.acked_seq, EXCLUDED.acked_seq), updated_at = now();
+    END IF;
 
     IF p_txn THEN
       -- state created by the transaction route: a ready row when messages
