@@ -87,14 +87,18 @@ $$;
 -- Create missing queues (sorted, no identity burn for existing ones) with the
 -- derived namespace/task of spec 2.1. No group is created here: the queue
 -- mode group, like a named one, is created by its first pop (_group_get).
+-- plpgsql, not sql: every push calls it, and a SQL function is planned on
+-- every call (0.6 ms of a 10 ms push of 130 messages); plpgsql caches it.
 CREATE FUNCTION queen._ensure_queues(p_tenant text, p_names text[]) RETURNS void
-LANGUAGE sql AS $$
+LANGUAGE plpgsql AS $$
+BEGIN
   INSERT INTO queen.queues (tenant, name, namespace, task)
   SELECT p_tenant, d.n, split_part(d.n, '.', 1), split_part(d.n, '.', 2)
   FROM (SELECT DISTINCT n FROM unnest(p_names) n WHERE n IS NOT NULL) d
   WHERE NOT EXISTS (SELECT 1 FROM queen.queues q WHERE q.tenant = p_tenant AND q.name = d.n)
   ORDER BY d.n
-  ON CONFLICT (tenant, name) DO NOTHING
+  ON CONFLICT (tenant, name) DO NOTHING;
+END
 $$;
 
 CREATE FUNCTION queen.configure(p_tenant text, p_queue text, p_namespace text, p_task text,
