@@ -9,8 +9,8 @@
     Sends     QN_MSG_PG_RESULT replies; "db" events (writer only)
     Owns      the connections, the job queues, prepared-statement state
     Failure   a dead connection fails its job with SQLSTATE 08006 and is
-              reconnected with backoff; with no live connection, jobs fail
-              at once (callers spool or answer 503)
+              reconnected with backoff; with no connection up or being
+              opened, jobs fail at once (callers spool or answer 503)
 */
 #include "actors.h"
 #include "pg_statements.h"
@@ -227,11 +227,16 @@ s_job_free (s_job_t *j)
     free (j);
 }
 
+//  A job can still run here: a connection is up or being opened. At start
+//  (and after a reconnect) the health connection may report the database
+//  up before the pool's connections are open: a request arriving then
+//  waits for them instead of failing (they open, or fail within
+//  S_CONNECT_TIMEOUT_MS and the queued jobs fail with them).
 static bool
-s_any_live (self_t *self)
+s_any_usable (self_t *self)
 {
     for (uint32_t i = 0; i < self->pool_size; i++)
-        if (self->pool [i].state == C_IDLE || self->pool [i].state == C_BUSY)
+        if (self->pool [i].state != C_DOWN)
             return true;
     return false;
 }
@@ -329,7 +334,7 @@ s_on_exec (void *self_, const qn_env_t *env)
     if (s_job_params (j, stmt, &f [2], err, sizeof err))
         goto failed;
     msgpack_unpacked_destroy (&msg);
-    if (!s_any_live (self)) {
+    if (!s_any_usable (self)) {
         s_fail_job (self, j, "08006", "database unavailable", "");
         return 0;
     }
@@ -372,7 +377,7 @@ s_on_push (void *self_, const qn_env_t *env)
     r->tenant = (char *) o->via.array.ptr [0].via.str.ptr;
     r->tenant_len = o->via.array.ptr [0].via.str.size;
     r->items = &o->via.array.ptr [1];
-    if (!s_any_live (self)) {
+    if (!s_any_usable (self)) {
         s_reply_error (self, r->reply_to, r->corr, "08006", "database unavailable", "");
         s_push_req_free (r);
         return 0;
@@ -598,7 +603,7 @@ s_conn_drop (self_t *self, s_conn_t *c, const char *why)
     memset (c->prepared, 0, sizeof c->prepared);
     why = "connection closed";
     //  Jobs that can no longer run anywhere fail now.
-    if (!s_any_live (self) && c != &self->health) {
+    if (!s_any_usable (self) && c != &self->health) {
         while (self->head) {
             s_job_t *j = self->head;
             self->head = j->next;

@@ -245,6 +245,35 @@ test('two brokers booting on one empty database: schema applied once, both serve
     }
 });
 
+test('healthy means serving: requests sent the moment /health says 200 never get 503', async () => {
+    //  The health connection may be up before the pool's connections are
+    //  open; requests arriving then wait for them (actors/pg_writer.c).
+    const db = await createDatabase('healthy');
+    for (let round = 0; round < 4; round++) {
+        const b = await startBroker({ db, expectHealthy: false });
+        try {
+            //  As soon as the port accepts and /health says 200: no pause.
+            for (let t0 = Date.now(); ; ) {
+                const h = await http(`${b.url}/health`).catch(() => ({ status: 0 }));
+                if (h.status === 200)
+                    break;
+                assert.ok(Date.now() - t0 < 20000, 'broker healthy within 20 s');
+            }
+            const answers = await Promise.all([
+                http(`${b.url}/api/v1/configure`, { method: 'POST', body: { queue: `hs-${round}` } }),
+                ...Array.from({ length: 8 }, (_, i) => http(`${b.url}/api/v1/push`, {
+                    method: 'POST', body: { items: [{ queue: `hs-${round}`, partition: `p${i}`, payload: { i } }] },
+                })),
+                http(`${b.url}/api/v1/pop/queue/hs-${round}?wait=false`),
+            ]);
+            for (const a of answers)
+                assert.ok(a.status < 500, `round ${round}: ${a.status} ${JSON.stringify(a.body)}`);
+        } finally {
+            assert.equal(await b.stop(), 0);
+        }
+    }
+});
+
 function run (env, timeoutMs = 20000) {
     return new Promise((resolve) => {
         const p = spawn(BIN, [], { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
