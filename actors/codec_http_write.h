@@ -6,6 +6,8 @@
     push items and acknowledgments, seal the payloads of encrypted queues
     the same way (§2.10), pack them the same way for pg_writer and read the
     same result rows; codec_http_write.c and codec_http_seal.c hold that.
+    Timers (codec_http_state.c, and the transaction's timer.schedule
+    riders) seal their payloads through the same path (qn_hw_seal_add).
 */
 #ifndef QN_ACTORS_CODEC_HTTP_WRITE_H
 #define QN_ACTORS_CODEC_HTTP_WRITE_H
