@@ -1,9 +1,11 @@
 /*  actors/codec_http_seal.c - payload encryption of the write routes
     Payloads of queues with encryptionEnabled (§2.10) are sealed before
-    PG_PUSH, the spool, queen.bundle or queen_streams.cycle, so nothing
-    downstream ever holds their plaintext (qn_hw_seal_then, used by the
-    push, transaction and streams cycle routes; configure reports its
-    settings through qn_hw_configured_encryption).
+    PG_PUSH, the spool, queen.bundle, queen.timer_create or
+    queen_streams.cycle, so nothing downstream ever holds their plaintext
+    (qn_hw_seal_then, used by the push, transaction, streams cycle and
+    timer routes; qn_hw_seal_add adds a timer's payload to a call, sealed
+    with a keyed digest of its plaintext for the timer's fingerprint;
+    configure reports its settings through qn_hw_configured_encryption).
     Sends     with an encryption key, QN_MSG_PG_EXEC (queue settings) to
               pg_reader
     Owns      the queue-encryption cache and the key ring (below)
@@ -60,9 +62,8 @@ static const char *s_qconf_sql =
     "SELECT name, encryption_enabled FROM queen.queues"
     " WHERE tenant = $1 AND name IN (SELECT jsonb_array_elements_text ($2::jsonb))";
 
-//  The ring when this broker encrypts (it has a current key), else NULL.
-static const qn_crypto_keys_t *
-s_ring (qn_codec_t *codec)
+const qn_crypto_keys_t *
+qn_hw_keys (qn_codec_t *codec)
 {
     if (!s_enc.ring) {
         //  The settings were checked at start: this load cannot fail.
@@ -71,7 +72,37 @@ s_ring (qn_codec_t *codec)
         qn_crypto_keys_load (s_enc.ring, cfg->queen_encryption_key,
                              cfg->queen_encryption_old_keys, NULL, 0);
     }
-    return qn_crypto_keys_can_seal (s_enc.ring) ? s_enc.ring : NULL;
+    return s_enc.ring;
+}
+
+//  The ring when this broker encrypts (it has a current key), else NULL.
+static const qn_crypto_keys_t *
+s_ring (qn_codec_t *codec)
+{
+    const qn_crypto_keys_t *ring = qn_hw_keys (codec);
+    return qn_crypto_keys_can_seal (ring) ? ring : NULL;
+}
+
+uint32_t
+qn_hw_seal_add (qn_hw_call_t *c, int queue, int payload)
+{
+    c->extra = qn_realloc (c->extra, (c->nextra + 1) * sizeof *c->extra);
+    qn_hw_extra_t *x = &c->extra [c->nextra];
+    memset (x, 0, sizeof *x);
+    x->queue = queue;
+    x->payload = payload;
+    return c->nextra++;
+}
+
+//  The queue token of payload i of the call: its push items, then its
+//  extras; -1 for an ack.
+static int
+s_queue_tok (const qn_hw_call_t *c, uint32_t i)
+{
+    if (i >= c->count)
+        return i - c->count < c->nextra ? c->extra [i - c->count].queue : -1;
+    const qn_hw_item_t *it = qn_hw_item_at (c, i);
+    return it ? it->queue : -1;
 }
 
 static uint64_t
@@ -146,7 +177,10 @@ s_qconf_get (const char *tenant, const char *name, size_t len)
 }
 
 //  Seals the payloads of the call's encrypted (or unconfirmed) queues into
-//  c->sealed, then hands c to `then`. Takes c; on failure answers 500.
+//  c->sealed (push items) and c->extra (timers: with the keyed digest of
+//  the plaintext, QN_HW_TIMER_DIGEST, which stands for the payload in the
+//  timer's fingerprint), then hands c to `then`. Takes c; on failure
+//  answers 500.
 static void
 s_seal_and_send (qn_codec_t *codec, qn_http_ctx_t *ctx, qn_hw_call_t *c, qn_hw_send_fn *then)
 {
@@ -175,6 +209,29 @@ s_seal_and_send (qn_codec_t *codec, qn_http_ctx_t *ctx, qn_hw_call_t *c, qn_hw_s
         }
         sealed++;
     }
+    for (uint32_t i = 0; i < c->nextra; i++) {
+        qn_hw_extra_t *x = &c->extra [i];
+        const char *q;
+        size_t qlen, len = 0;
+        if (qn_hw_text (&c->doc, x->queue, &scratch, &q, &qlen) < 0
+        ||  s_qconf_get (ctx->tenant, q, qlen) == 0)
+            continue;
+        const char *raw = x->payload >= 0 ? qn_json_raw (&c->doc, x->payload, &len) : NULL;
+        if (!raw) {
+            raw = "null";
+            len = 4;
+        }
+        int rc = qn_crypto_seal (ring, raw, len, &x->sealed);
+        if (!rc)
+            rc = qn_crypto_digest (ring, QN_HW_TIMER_DIGEST, raw, len, x->digest);
+        if (rc) {
+            qn_http_reply_errorf (ctx, 500, "payload encryption failed: %s", qn_crypto_strerror (rc));
+            qn_buf_free (&scratch);
+            qn_hw_call_free (c);
+            return;
+        }
+        sealed++;
+    }
     qn_buf_free (&scratch);
     if (sealed)
         qn_count (qn_codec_kernel (codec), "payloads_encrypted", sealed);
@@ -196,11 +253,11 @@ s_on_qconf (qn_codec_t *codec, qn_http_ctx_t *ctx, qn_pg_result_t *res, void *ar
     }
     if (res->ok) {
         qn_buf_t scratch = QN_BUF_INIT;
-        for (uint32_t i = 0; i < c->count; i++) {
-            const qn_hw_item_t *it = qn_hw_item_at (c, i);
+        for (uint32_t i = 0; i < c->count + c->nextra; i++) {
             const char *q;
             size_t qlen;
-            if (it && qn_hw_text (&c->doc, it->queue, &scratch, &q, &qlen) >= 0
+            int tok = s_queue_tok (c, i);
+            if (tok >= 0 && qn_hw_text (&c->doc, tok, &scratch, &q, &qlen) >= 0
             &&  s_qconf_get (ctx->tenant, q, qlen) < 0)
                 s_qconf_put (ctx->tenant, q, qlen, false);
         }
@@ -235,11 +292,11 @@ qn_hw_seal_then (qn_codec_t *codec, qn_http_ctx_t *ctx, qn_hw_call_t *c, qn_hw_s
     qn_jw_init (&w, &names);
     qn_jw_arr (&w);
     uint32_t unconfirmed = 0;
-    for (uint32_t i = 0; i < c->count; i++) {
-        const qn_hw_item_t *it = qn_hw_item_at (c, i);
+    for (uint32_t i = 0; i < c->count + c->nextra; i++) {
         const char *q;
         size_t qlen;
-        if (!it || qn_hw_text (&c->doc, it->queue, &scratch, &q, &qlen) < 0
+        int tok = s_queue_tok (c, i);
+        if (tok < 0 || qn_hw_text (&c->doc, tok, &scratch, &q, &qlen) < 0
         ||  s_qconf_get (ctx->tenant, q, qlen) >= 0)
             continue;
         uint64_t h = s_qconf_hash ("", q, qlen);

@@ -12,12 +12,21 @@
     an oversized value), then makes one call: PG_EXEC of a catalogue
     statement on pg_writer (schema/030_state.sql), and answers from its
     row. Values and timer payloads are stored byte-for-byte as sent (the
-    raw JSON text) and given back the same way.
+    raw JSON text) and given back the same way, except the payload of a
+    timer whose queue is encrypted (§2.10, docs/security.md): it is sealed
+    before it is stored, exactly as a push to that queue would be
+    (codec_http_seal.c: at most one settings round trip first), with a
+    keyed digest of its plaintext for the idempotent re-create, and
+    decrypted for the answers of the read routes (a payload that does not
+    decrypt is shown as stored, with a decryptionError).
     Receives  routed requests from codec_http, and their PG_RESULT replies
-    Sends     QN_MSG_PG_EXEC to pg_writer; QN_MSG_TIMER_ARM [id, due_us] to
+    Sends     QN_MSG_PG_EXEC to pg_writer (and, for a timer whose queue's
+              encryption is not confirmed, to pg_reader through
+              qn_hw_seal_then); QN_MSG_TIMER_ARM [id, due_us] to
               timer_wheel after creating a timer (so a short one fires on
               time without waiting for the wheel's next load)
-    Owns      one small call state per timer request (its timerId)
+    Owns      one small call state per timer request (its timerId; for a
+              create, its validated body and sealed payload until sent)
     Failure   bad input gets a 4xx before any SQL runs; database errors map
               through qn_http_reply_pg_error; a call that cannot be sent
               answers 503
@@ -29,6 +38,7 @@
 #include "codec_http.h"
 #include "codec_http_write.h"
 #include "pg_statements.h"
+#include "wire/crypto.h"
 #include "wire/ids.h"
 
 #include <inttypes.h>
@@ -238,6 +248,35 @@ s_jw_json (qn_jw_t *w, const char *key, const qn_pg_result_t *res, uint32_t r, u
         qn_jw_kraw (w, key, p, len);
     else
         qn_jw_knull (w, key);
+}
+
+//  "payload": a timer's stored payload (column c), decrypted when it is
+//  stored sealed (column enc_c true, §2.10) as the message read route
+//  does: one that does not open (its key is not configured, altered bytes)
+//  is written as stored, followed by "decryptionError": the reason.
+static void
+s_jw_payload (qn_codec_t *codec, qn_jw_t *w, const qn_pg_result_t *res, uint32_t r,
+              uint32_t c, uint32_t enc_c)
+{
+    const msgpack_object *enc = s_col (res, r, enc_c);
+    const char *p;
+    size_t len;
+    if (!enc || enc->type != MSGPACK_OBJECT_BOOLEAN || !enc->via.boolean
+    ||  !s_col_span (res, r, c, &p, &len) || !len) {
+        s_jw_json (w, "payload", res, r, c);
+        return;
+    }
+    qn_buf_t plain = QN_BUF_INIT;
+    char why [256] = "";
+    if (qn_crypto_open_json (qn_hw_keys (codec), p, len, &plain, why, sizeof why) == 0)
+        qn_jw_kraw (w, "payload", plain.data, plain.len);
+    else {
+        qn_warn ("timer payload not decrypted: sent as stored: reason=%s", why);
+        qn_count (qn_codec_kernel (codec), "payload_decrypt_failures", 1);
+        qn_jw_kraw (w, "payload", p, len);
+        qn_jw_kstr (w, "decryptionError", why);
+    }
+    qn_buf_free (&plain);
 }
 
 static void
@@ -587,11 +626,22 @@ s_on_timer_created (qn_codec_t *codec, qn_http_ctx_t *ctx, qn_pg_result_t *res, 
     free (call);
 }
 
+//  A validated POST /api/v1/timers (c->ext of its call): tokens of the
+//  body, -1 when absent.
+typedef struct {
+    char timer_id [S_NAME_MAX + 1];
+    char minted_txn [QN_ID_STR_LEN + 1];    //  When the body has no transactionId
+    int queue, partition, txn, payload;
+    bool has_at;                //  fireAt given, else delayMs
+    int64_t at_us, delay_ms;
+    uint32_t extra;             //  The payload's index in c->extra (qn_hw_seal_add)
+} s_timer_t;
+
 //  The timing of a timer request: exactly one of fireAt (ISO-8601 string
-//  or integer milliseconds since the Unix epoch) and delayMs. Packs
-//  fire_at_us and delay_ms (one nil). False after answering 400.
+//  or integer milliseconds since the Unix epoch) and delayMs, into tm.
+//  False after answering 400.
 static bool
-s_timing (qn_http_ctx_t *ctx, const qn_json_doc_t *doc, msgpack_packer *pk, qn_buf_t *scratch)
+s_timing (qn_http_ctx_t *ctx, const qn_json_doc_t *doc, s_timer_t *tm, qn_buf_t *scratch)
 {
     int at = s_field (doc, "fireAt"), delay = s_field (doc, "delayMs");
     int64_t v;
@@ -609,8 +659,8 @@ s_timing (qn_http_ctx_t *ctx, const qn_json_doc_t *doc, msgpack_packer *pk, qn_b
                                   (long long) S_DELAY_MAX_MS);
             return false;
         }
-        msgpack_pack_nil (pk);
-        msgpack_pack_int64 (pk, v);
+        tm->has_at = false;
+        tm->delay_ms = v;
         return true;
     }
     int64_t us;
@@ -631,8 +681,8 @@ s_timing (qn_http_ctx_t *ctx, const qn_json_doc_t *doc, msgpack_packer *pk, qn_b
         qn_http_reply_error (ctx, 400, "fireAt must be after 1970 and at most 10 years ahead");
         return false;
     }
-    msgpack_pack_int64 (pk, us);
-    msgpack_pack_nil (pk);
+    tm->has_at = true;
+    tm->at_us = us;
     return true;
 }
 
@@ -661,72 +711,100 @@ s_body_name (qn_http_ctx_t *ctx, const qn_json_doc_t *doc, const char *name, boo
     return s_name_ok (ctx, name, out->data, out->len, false);
 }
 
+//  Packs queen.timer_create's arguments for a validated (and sealed) timer
+//  and calls it. Takes c.
+static void
+s_timer_send (qn_codec_t *codec, qn_http_ctx_t *ctx, qn_hw_call_t *c)
+{
+    const s_timer_t *tm = c->ext;
+    const qn_hw_extra_t *x = &c->extra [tm->extra];
+    bool sealed = x->sealed.len > 0;
+    qn_buf_t scratch = QN_BUF_INIT;
+    msgpack_sbuffer sb;
+    msgpack_sbuffer_init (&sb);
+    msgpack_packer pk;
+    msgpack_packer_init (&pk, &sb, msgpack_sbuffer_write);
+    msgpack_pack_array (&pk, 10);
+    s_pack_str (&pk, ctx->tenant);
+    s_pack_str (&pk, tm->timer_id);
+    qn_hw_pack_tok (&pk, &c->doc, tm->queue, &scratch);
+    qn_hw_pack_tok (&pk, &c->doc, tm->partition, &scratch);
+    if (sealed)
+        s_pack_bin (&pk, x->sealed.data, x->sealed.len);
+    else {
+        size_t len;
+        const char *raw = qn_json_raw (&c->doc, tm->payload, &len);
+        s_pack_bin (&pk, raw, len);
+    }
+    if (tm->txn >= 0)
+        qn_hw_pack_tok (&pk, &c->doc, tm->txn, &scratch);
+    else
+        s_pack_str (&pk, tm->minted_txn);
+    tm->txn >= 0 ? msgpack_pack_true (&pk) : msgpack_pack_false (&pk);
+    tm->has_at ? msgpack_pack_int64 (&pk, tm->at_us) : msgpack_pack_nil (&pk);
+    tm->has_at ? msgpack_pack_nil (&pk) : msgpack_pack_int64 (&pk, tm->delay_ms);
+    //  Sealed: the keyed digest of the plaintext stands for the payload in
+    //  the fingerprint (the envelope differs at every create).
+    if (sealed)
+        s_pack_bin (&pk, (const char *) x->digest, sizeof x->digest);
+    else
+        msgpack_pack_nil (&pk);
+    s_call_t *call = qn_zalloc (sizeof *call);
+    memcpy (call->timer_id, tm->timer_id, sizeof call->timer_id);
+    s_exec (codec, ctx, QN_SQL_TIMER_CREATE, &sb, s_on_timer_created, call);
+    msgpack_sbuffer_destroy (&sb);
+    qn_buf_free (&scratch);
+    qn_hw_call_free (c);
+}
+
+//  Validates the body, then seals the payload when the target queue is
+//  encrypted (§2.10, as a push to it would be) and sends.
 static void
 s_timer_create (qn_codec_t *codec, qn_http_ctx_t *ctx)
 {
-    qn_json_doc_t doc;
-    qn_json_doc_init (&doc);
-    qn_buf_t scratch = QN_BUF_INIT, queue = QN_BUF_INIT, part = QN_BUF_INIT, txn = QN_BUF_INIT;
-    msgpack_sbuffer sb;
-    msgpack_sbuffer_init (&sb);
-    s_call_t *call = qn_zalloc (sizeof *call);
-    if (qn_http_parse_body (ctx, &doc))
+    qn_hw_call_t *c = qn_hw_call_new (ctx);
+    qn_json_doc_t *doc = &c->doc;
+    qn_buf_t scratch = QN_BUF_INIT;
+    s_timer_t *tm = qn_zalloc (sizeof *tm);
+    c->ext = tm;
+    c->ext_free = free;
+    if (qn_http_parse_body (ctx, doc))
         goto done;
-    if (qn_json_type (&doc, 0) != QN_JSON_OBJECT) {
+    if (qn_json_type (doc, 0) != QN_JSON_OBJECT) {
         qn_http_reply_error (ctx, 400, "Request body must be a JSON object");
         goto done;
     }
-    int tid, q, p, t;
-    if (!s_body_name (ctx, &doc, "timerId", false, &tid, &scratch))
+    int tid;
+    if (!s_body_name (ctx, doc, "timerId", false, &tid, &scratch))
         goto done;
     if (tid >= 0)
-        snprintf (call->timer_id, sizeof call->timer_id, "%s", scratch.data);
+        snprintf (tm->timer_id, sizeof tm->timer_id, "%s", scratch.data);
     else
-        qn_uuid_v7 (call->timer_id);
-    if (!s_body_name (ctx, &doc, "queue", false, &q, &queue))
+        qn_uuid_v7 (tm->timer_id);
+    if (!s_body_name (ctx, doc, "queue", false, &tm->queue, &scratch))
         goto done;
-    if (q < 0) {
+    if (tm->queue < 0) {
         qn_http_reply_error (ctx, 400, "queue is required");
         goto done;
     }
-    if (!s_body_name (ctx, &doc, "partition", false, &p, &part)
-    ||  !s_body_name (ctx, &doc, "transactionId", true, &t, &txn))
+    if (!s_body_name (ctx, doc, "partition", false, &tm->partition, &scratch)
+    ||  !s_body_name (ctx, doc, "transactionId", true, &tm->txn, &scratch))
         goto done;
-    int payload = qn_json_get (&doc, 0, "payload");
-    if (payload < 0) {
+    tm->payload = qn_json_get (doc, 0, "payload");
+    if (tm->payload < 0) {
         qn_http_reply_error (ctx, 400, "payload is required");
         goto done;
     }
-    msgpack_packer pk;
-    msgpack_packer_init (&pk, &sb, msgpack_sbuffer_write);
-    msgpack_pack_array (&pk, 9);
-    s_pack_str (&pk, ctx->tenant);
-    s_pack_str (&pk, call->timer_id);
-    s_pack_strn (&pk, queue.data, queue.len);
-    p >= 0 ? s_pack_strn (&pk, part.data, part.len) : msgpack_pack_nil (&pk);
-    size_t len;
-    const char *raw = qn_json_raw (&doc, payload, &len);
-    s_pack_bin (&pk, raw, len);
-    if (t >= 0)
-        s_pack_strn (&pk, txn.data, txn.len);
-    else {
-        char minted [QN_ID_STR_LEN + 1];
-        qn_uuid_v7 (minted);
-        s_pack_str (&pk, minted);
-    }
-    t >= 0 ? msgpack_pack_true (&pk) : msgpack_pack_false (&pk);
-    if (!s_timing (ctx, &doc, &pk, &scratch))
+    if (!s_timing (ctx, doc, tm, &scratch))
         goto done;
-    s_exec (codec, ctx, QN_SQL_TIMER_CREATE, &sb, s_on_timer_created, call);
-    call = NULL;
+    if (tm->txn < 0)
+        qn_uuid_v7 (tm->minted_txn);
+    tm->extra = qn_hw_seal_add (c, tm->queue, tm->payload);
+    qn_hw_seal_then (codec, ctx, c, s_timer_send);
+    c = NULL;
 done:
-    free (call);
-    msgpack_sbuffer_destroy (&sb);
     qn_buf_free (&scratch);
-    qn_buf_free (&queue);
-    qn_buf_free (&part);
-    qn_buf_free (&txn);
-    qn_json_doc_free (&doc);
+    qn_hw_call_free (c);
 }
 
 //  Row: status (cancelled | fired | not_found), fired_at.
@@ -785,11 +863,10 @@ s_timer_cancel (qn_codec_t *codec, qn_http_ctx_t *ctx)
 }
 
 //  Row: queue, partition, txn_id, payload, due_at, created_at, fired_at,
-//  seq, partition_id.
+//  seq, partition_id, is_encrypted.
 static void
 s_on_timer_get (qn_codec_t *codec, qn_http_ctx_t *ctx, qn_pg_result_t *res, void *arg)
 {
-    (void) codec;
     (void) arg;
     if (!s_found (ctx, res, "timer not found"))
         return;
@@ -805,7 +882,7 @@ s_on_timer_get (qn_codec_t *codec, qn_http_ctx_t *ctx, qn_pg_result_t *res, void
     s_jw_text (&w, "queue", res, 0, 0);
     s_jw_text (&w, "partition", res, 0, 1);
     s_jw_text (&w, "transactionId", res, 0, 2);
-    s_jw_json (&w, "payload", res, 0, 3);
+    s_jw_payload (codec, &w, res, 0, 3, 9);
     s_jw_ts (&w, "fireAt", res, 0, 4);
     s_jw_ts (&w, "createdAt", res, 0, 5);
     s_jw_ts (&w, "firedAt", res, 0, 6);
@@ -831,12 +908,11 @@ s_timer_get (qn_codec_t *codec, qn_http_ctx_t *ctx)
 }
 
 //  Rows: timer_id, queue, partition, txn_id, payload, due_at, created_at,
-//  id; one more than shown when a next page exists. The cursor is
-//  "<due_us>.<id>" of the last row shown.
+//  id, is_encrypted; one more than shown when a next page exists. The
+//  cursor is "<due_us>.<id>" of the last row shown.
 static void
 s_on_timer_list (qn_codec_t *codec, qn_http_ctx_t *ctx, qn_pg_result_t *res, void *arg)
 {
-    (void) codec;
     s_call_t *call = arg;
     if (ctx && !res->ok)
         qn_http_reply_pg_error (ctx, res);
@@ -855,7 +931,7 @@ s_on_timer_list (qn_codec_t *codec, qn_http_ctx_t *ctx, qn_pg_result_t *res, voi
             s_jw_text (&w, "queue", res, r, 1);
             s_jw_text (&w, "partition", res, r, 2);
             s_jw_text (&w, "transactionId", res, r, 3);
-            s_jw_json (&w, "payload", res, r, 4);
+            s_jw_payload (codec, &w, res, r, 4, 8);
             s_jw_ts (&w, "fireAt", res, r, 5);
             s_jw_ts (&w, "createdAt", res, r, 6);
             qn_jw_obj_end (&w);

@@ -5,7 +5,9 @@
     call (schema/031_bundle.sql). The handler validates every operation
     first (4xx naming the field; an unknown type answers 200 success:false
     without touching the database, as the contract says), seals the
-    payloads of encrypted queues (codec_http_write.c), then calls pg_writer.
+    payloads of encrypted queues (codec_http_seal.c: push items, and the
+    payloads of timer.schedule riders, with the keyed digest of their
+    plaintext for the timer's fingerprint), then calls pg_writer.
     Push operations accept delayMs / deliverAt like /api/v1/push.
     Receives  the requests of its route (from codec_http) and the replies
               of its calls
@@ -58,6 +60,7 @@ typedef struct {
     bool has_at;
     char minted_id [QN_ID_STR_LEN + 1];
     char minted_txn [QN_ID_STR_LEN + 1];
+    uint32_t extra;             //  timer.schedule: its payload's index in c->extra
 } s_rider_t;
 
 //  The route's part of the call state (c->ext). Rider ops of c->ops have
@@ -640,6 +643,8 @@ s_txn_parse (qn_http_ctx_t *ctx, qn_hw_call_t *c, int ops, qn_buf_t *scratch)
             if (kv ? s_kv_check (ctx, doc, t, k, kind == S_KV_SET, r, scratch)
                    : s_timer_check (ctx, doc, t, k, kind == S_TIMER_SCHEDULE, r, scratch))
                 return 1;
+            if (kind == S_TIMER_SCHEDULE)
+                r->extra = qn_hw_seal_add (c, r->queue, r->payload);
             op->ord = b->nriders++;
             kv ? b->nkv++ : b->ntimer++;
         }
@@ -724,14 +729,15 @@ s_pack_kv (msgpack_packer *pk, const qn_hw_call_t *c, qn_buf_t *scratch)
     }
 }
 
-//  The eight timer arrays of queen.bundle: timerIds, then for a schedule
-//  (nil for a cancel) queue, partition, payload, transaction id, given,
-//  fire-at us, delay ms.
+//  The nine timer arrays of queen.bundle: timerIds, then for a schedule
+//  (nil for a cancel) queue, partition, payload (the envelope when its
+//  queue is encrypted), transaction id, given, fire-at us, delay ms, and
+//  the keyed digest of a sealed payload's plaintext (nil: plaintext).
 static void
 s_pack_timers (msgpack_packer *pk, const qn_hw_call_t *c, qn_buf_t *scratch)
 {
     const s_bundle_t *b = c->ext;
-    for (int f = 0; f < 8; f++) {
+    for (int f = 0; f < 9; f++) {
         msgpack_pack_array (pk, b->ntimer);
         for (uint32_t i = 0; i < c->count; i++) {
             if (b->kind [i] != S_TIMER_SCHEDULE && b->kind [i] != S_TIMER_CANCEL)
@@ -749,7 +755,14 @@ s_pack_timers (msgpack_packer *pk, const qn_hw_call_t *c, qn_buf_t *scratch)
                         break;
                 case 1: qn_hw_pack_tok (pk, &c->doc, r->queue, scratch); break;
                 case 2: qn_hw_pack_tok (pk, &c->doc, r->partition, scratch); break;
-                case 3: s_pack_raw (pk, &c->doc, r->payload); break;
+                case 3: if (c->extra [r->extra].sealed.len) {
+                            const qn_buf_t *env = &c->extra [r->extra].sealed;
+                            msgpack_pack_bin (pk, env->len);
+                            msgpack_pack_bin_body (pk, env->data, env->len);
+                        }
+                        else
+                            s_pack_raw (pk, &c->doc, r->payload);
+                        break;
                 case 4: if (r->txn >= 0)
                             qn_hw_pack_tok (pk, &c->doc, r->txn, scratch);
                         else
@@ -757,7 +770,15 @@ s_pack_timers (msgpack_packer *pk, const qn_hw_call_t *c, qn_buf_t *scratch)
                         break;
                 case 5: r->txn >= 0 ? msgpack_pack_true (pk) : msgpack_pack_false (pk); break;
                 case 6: s_pack_opt_int (pk, r->has_at, r->at_us); break;
-                default: s_pack_opt_int (pk, !r->has_at, r->delay_ms); break;
+                case 7: s_pack_opt_int (pk, !r->has_at, r->delay_ms); break;
+                default: if (c->extra [r->extra].sealed.len) {
+                            msgpack_pack_bin (pk, QN_CRYPTO_DIGEST_LEN);
+                            msgpack_pack_bin_body (pk, c->extra [r->extra].digest,
+                                                   QN_CRYPTO_DIGEST_LEN);
+                        }
+                        else
+                            msgpack_pack_nil (pk);
+                        break;
             }
         }
     }
@@ -774,10 +795,10 @@ s_txn_send (qn_codec_t *codec, qn_http_ctx_t *ctx, qn_hw_call_t *c)
     msgpack_sbuffer sb;
     msgpack_sbuffer_init (&sb);
     //  queen.bundle: tenant, kinds, 7 push arrays, not-before instants,
-    //  7 ack arrays, required leases, 5 kv arrays, 8 timer arrays.
+    //  7 ack arrays, required leases, 5 kv arrays, 9 timer arrays.
     msgpack_packer pk;
     msgpack_packer_init (&pk, &sb, msgpack_sbuffer_write);
-    msgpack_pack_array (&pk, 31);
+    msgpack_pack_array (&pk, 32);
     qn_hw_pack_cstr (&pk, ctx->tenant);
     msgpack_pack_array (&pk, c->count);
     for (uint32_t i = 0; i < c->count; i++)

@@ -35,6 +35,9 @@ qn_hw_call_free (qn_hw_call_t *c)
     for (uint32_t i = 0; c->sealed && i < c->count; i++)
         qn_buf_free (&c->sealed [i]);
     free (c->sealed);
+    for (uint32_t i = 0; i < c->nextra; i++)
+        qn_buf_free (&c->extra [i].sealed);
+    free (c->extra);
     if (c->ext_free)
         c->ext_free (c->ext);
     free (c->queue);

@@ -6,12 +6,15 @@
     push items and acknowledgments, seal the payloads of encrypted queues
     the same way (§2.10), pack them the same way for pg_writer and read the
     same result rows; codec_http_write.c and codec_http_seal.c hold that.
+    Timers (codec_http_state.c, and the transaction's timer.schedule
+    riders) seal their payloads through the same path (qn_hw_seal_add).
 */
 #ifndef QN_ACTORS_CODEC_HTTP_WRITE_H
 #define QN_ACTORS_CODEC_HTTP_WRITE_H
 
 #include "codec_http.h"
 #include "kernel/hashmap.h"
+#include "wire/crypto.h"
 #include "wire/ids.h"
 
 #define QN_HW_MAX_ITEMS     10000   //  Items of a push, flattened operations of a transaction
@@ -51,6 +54,15 @@ typedef struct {
     qn_hw_ack_t ack;
 } qn_hw_op_t;
 
+//  A payload that is not a push item's but is sealed like one (a timer's,
+//  qn_hw_seal_add): tokens of the call's doc, and what sealing made of it.
+typedef struct {
+    int queue;                  //  String token: the target queue
+    int payload;                //  Token: the payload (its raw JSON text)
+    qn_buf_t sealed;            //  The envelope to store instead (len 0: stored as sent)
+    uint8_t digest [QN_CRYPTO_DIGEST_LEN];  //  When sealed: keyed digest of the plaintext
+} qn_hw_extra_t;
+
 //  Call state of the write routes: what the callback needs to answer.
 //  `doc` points into the request body, which lives as long as the request
 //  (read only when the callback gets a live ctx). Push items are `items`
@@ -65,6 +77,8 @@ typedef struct {
     qn_hw_op_t *ops;            //  Owned: transaction
     qn_buf_t *sealed;           //  Owned, or NULL: per item / op, the encrypted
                                 //  envelope to store instead of the payload (len 0: none)
+    qn_hw_extra_t *extra;       //  Owned, or NULL: other payloads to seal (timers)
+    uint32_t nextra;
     uint32_t npush, nack;
     char *queue, *ns, *task;    //  Owned: configure
     char lease [QN_ID_STR_LEN + 1];         //  extend
@@ -184,11 +198,25 @@ void qn_hw_timer_arm (qn_codec_t *codec, int64_t id, int64_t due_us);
 //  codec_http_seal.c. Continues a call once its payloads are sealed; takes c.
 typedef void (qn_hw_send_fn) (qn_codec_t *codec, qn_http_ctx_t *ctx, qn_hw_call_t *c);
 //  Seals the payloads of the call's push items bound for encryptionEnabled
-//  queues (§2.10) into c->sealed, then calls `then` (which takes c).
-//  Without QUEEN_ENCRYPTION_KEY it calls `then` at once. Asks pg_reader
-//  first (one round trip) when a queue's setting is not confirmed. Takes
-//  c; on a sealing failure answers 500 and frees c.
+//  queues (§2.10) into c->sealed, and those of its extras (qn_hw_seal_add)
+//  into c->extra [i].sealed with their keyed digests, then calls `then`
+//  (which takes c). Without QUEEN_ENCRYPTION_KEY it calls `then` at once.
+//  Asks pg_reader first (one round trip for the whole call) when a queue's
+//  setting is not confirmed. Takes c; on a sealing failure answers 500 and
+//  frees c.
 void qn_hw_seal_then (qn_codec_t *codec, qn_http_ctx_t *ctx, qn_hw_call_t *c, qn_hw_send_fn *then);
+//  Asks qn_hw_seal_then to seal one more payload for (the request's tenant,
+//  queue) when that queue is encrypted, as a push to it would be: a
+//  timer's payload (POST /api/v1/timers, timer.schedule riders). queue is
+//  a string token and payload a token of c->doc. Returns its index in
+//  c->extra.
+uint32_t qn_hw_seal_add (qn_hw_call_t *c, int queue, int payload);
+//  The label of the keyed digest of a sealed timer payload (the payload
+//  part of queen._timer_fp).
+#define QN_HW_TIMER_DIGEST "timer-payload"
+//  The broker's key ring for reading (QUEEN_ENCRYPTION_KEY and
+//  QUEEN_ENCRYPTION_OLD_KEYS; possibly empty), loaded on first use.
+const qn_crypto_keys_t *qn_hw_keys (qn_codec_t *codec);
 //  Configure's stored options set the queue's encryption at once.
 void qn_hw_configured_encryption (qn_codec_t *codec, qn_http_ctx_t *ctx, const char *queue,
                                   const char *opts, size_t opts_len);

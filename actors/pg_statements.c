@@ -73,15 +73,15 @@ static const qn_sql_stmt_t s_stmts [QN_SQL_COUNT_] = {
         "SELECT key, version, expires_at, updated_at FROM queen.kv_list ($1, $2, $3, $4, $5)", 5,
         { T, T, T, T, QN_OID_INT4 } },
     [QN_SQL_TIMER_CREATE] = { "timer_create",
-        "SELECT status, id, due_at, fired_at FROM queen.timer_create ($1, $2, $3, $4, $5, $6, $7, $8, $9)", 9,
-        { T, T, T, T, QN_OID_BYTEA, T, QN_OID_BOOL, QN_OID_INT8, QN_OID_INT8 } },
+        "SELECT status, id, due_at, fired_at FROM queen.timer_create ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)", 10,
+        { T, T, T, T, QN_OID_BYTEA, T, QN_OID_BOOL, QN_OID_INT8, QN_OID_INT8, QN_OID_BYTEA } },
     [QN_SQL_TIMER_CANCEL] = { "timer_cancel",
         "SELECT status, fired_at FROM queen.timer_cancel ($1, $2)", 2, { T, T } },
     [QN_SQL_TIMER_GET] = { "timer_get",
-        "SELECT queue, partition, txn_id, payload, due_at, created_at, fired_at, seq, partition_id"
-        " FROM queen.timer_get ($1, $2)", 2, { T, T } },
+        "SELECT queue, partition, txn_id, payload, due_at, created_at, fired_at, seq, partition_id,"
+        " is_encrypted FROM queen.timer_get ($1, $2)", 2, { T, T } },
     [QN_SQL_TIMER_LIST] = { "timer_list",
-        "SELECT timer_id, queue, partition, txn_id, payload, due_at, created_at, id"
+        "SELECT timer_id, queue, partition, txn_id, payload, due_at, created_at, id, is_encrypted"
         " FROM queen.timer_list ($1, $2, $3, $4, $5)", 5,
         { T, T, QN_OID_INT8, QN_OID_INT8, QN_OID_INT4 } },
     [QN_SQL_TIMER_DUE] = { "timer_due",
@@ -95,12 +95,13 @@ static const qn_sql_stmt_t s_stmts [QN_SQL_COUNT_] = {
         "SELECT idx, kind, seq, partition_id, queue_name, dlq, version, at, status, timer_row"
         " FROM queen.bundle ($1, $2, $3, $4, $5, $6, $7, $8, $9, queen.ts_of_us ($10),"
         " $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21, $22, $23,"
-        " $24, $25, $26, $27, $28, $29, $30, $31)", 31,
+        " $24, $25, $26, $27, $28, $29, $30, $31, $32)", 32,
         { T, TA,
           TA, TA, TA, QN_OID_BYTEA_ARR, QN_OID_UUID_ARR, TA, QN_OID_BOOL_ARR, QN_OID_INT8_ARR,
           TA, QN_OID_INT8_ARR, TA, QN_OID_INT8_ARR, TA, QN_OID_UUID_ARR, TA, QN_OID_UUID_ARR,
           TA, TA, QN_OID_BYTEA_ARR, QN_OID_INT8_ARR, QN_OID_INT4_ARR,
-          TA, TA, TA, QN_OID_BYTEA_ARR, TA, QN_OID_BOOL_ARR, QN_OID_INT8_ARR, QN_OID_INT8_ARR } },
+          TA, TA, TA, QN_OID_BYTEA_ARR, TA, QN_OID_BOOL_ARR, QN_OID_INT8_ARR, QN_OID_INT8_ARR,
+          QN_OID_BYTEA_ARR } },
 };
 
 const qn_sql_stmt_t *

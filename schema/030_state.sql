@@ -214,7 +214,8 @@ CREATE TABLE queen.timers (
   partition    text COLLATE "C" NOT NULL DEFAULT 'Default',
   txn_id       text COLLATE "C" NOT NULL,    -- the client's transactionId, or minted
   txn_given    bool NOT NULL,
-  payload      bytea NOT NULL,               -- the JSON text as sent; emptied once fired
+  payload      bytea NOT NULL,               -- the JSON text as sent, or its envelope (is_encrypted); emptied once fired
+  is_encrypted bool NOT NULL DEFAULT false,  -- payload sealed by the broker (its queue is encrypted, spec 2.10)
   fingerprint  bytea NOT NULL,               -- sha256 of the definition (idempotent re-create)
   created_at   timestamptz NOT NULL DEFAULT now(),
   fired_at     timestamptz,                  -- NULL while pending
@@ -228,34 +229,46 @@ CREATE INDEX timers_fired ON queen.timers (fired_at) WHERE fired_at IS NOT NULL;
 
 -- What makes two timer requests "the same": queue, partition, the client's
 -- transactionId (or none), the timing as given ('at:<us>' or 'in:<ms>') and
--- the payload bytes. Length-prefixed, so no two definitions collide.
-CREATE FUNCTION queen._timer_fp(p_queue text, p_partition text, p_txn text, p_spec text, p_payload bytea)
+-- the payload: its bytes, or for a sealed payload (p_digest set) the
+-- broker's keyed digest of its plaintext, since the envelope differs at
+-- every create (random IV). The digest is keyed (HMAC under a key derived
+-- from QUEEN_ENCRYPTION_KEY, docs/security.md): the database never holds an
+-- unkeyed hash that would confirm a guessed payload. Length-prefixed, and a
+-- digest is marked by a leading zero byte no JSON text starts with, so no
+-- two definitions collide.
+CREATE FUNCTION queen._timer_fp(p_queue text, p_partition text, p_txn text, p_spec text, p_payload bytea,
+                                p_digest bytea DEFAULT NULL)
 RETURNS bytea
 LANGUAGE sql IMMUTABLE AS $$
   SELECT sha256(convert_to(format('%s:%s|%s:%s|%s|%s|', octet_length(p_queue), p_queue,
                                   octet_length(COALESCE(p_partition, 'Default')), COALESCE(p_partition, 'Default'),
                                   CASE WHEN p_txn IS NULL THEN '-' ELSE octet_length(p_txn) || ':' || p_txn END,
-                                  p_spec), 'UTF8') || p_payload)
+                                  p_spec), 'UTF8')
+                || CASE WHEN p_digest IS NULL THEN p_payload ELSE '\x00'::bytea || p_digest END)
 $$;
 
 -- Schedule a message. Exactly one of p_fire_at_us (microseconds since the
 -- Unix epoch) and p_delay_ms (from now, on the database clock) is set.
 -- p_txn_id is always set (the broker mints one when the client gave none,
 -- p_txn_given false): the firing push carries it, so a repeated fire would
--- be deduplicated. A timerId is idempotent:
+-- be deduplicated. p_digest NULL: p_payload is the JSON text; set: p_payload
+-- is the envelope the broker sealed (the queue is encrypted; the row and the
+-- message it becomes are is_encrypted) and p_digest the broker's keyed
+-- digest of the plaintext (queen._timer_fp). A timerId is idempotent:
 --   status 'created'  new timer (id for the broker's timer wheel)
 --          'exists'   same definition, still pending
 --          'fired'    same definition, already fired (fired_at set)
 --          'conflict' the timerId is taken by a different definition
 CREATE FUNCTION queen.timer_create(p_tenant text, p_timer_id text, p_queue text, p_partition text,
-  p_payload bytea, p_txn_id text, p_txn_given bool, p_fire_at_us bigint, p_delay_ms bigint)
+  p_payload bytea, p_txn_id text, p_txn_given bool, p_fire_at_us bigint, p_delay_ms bigint,
+  p_digest bytea DEFAULT NULL)
 RETURNS TABLE(status text, id bigint, due_at timestamptz, fired_at timestamptz)
 LANGUAGE plpgsql AS $$
 #variable_conflict use_column
 DECLARE
   v_spec text := CASE WHEN p_delay_ms IS NOT NULL THEN 'in:' || p_delay_ms ELSE 'at:' || p_fire_at_us END;
   v_fp   bytea := queen._timer_fp(p_queue, p_partition, CASE WHEN p_txn_given THEN p_txn_id END,
-                                  v_spec, p_payload);
+                                  v_spec, p_payload, p_digest);
   v_due  timestamptz := CASE WHEN p_delay_ms IS NOT NULL
                              THEN clock_timestamp() + p_delay_ms * interval '1 millisecond'
                              ELSE 'epoch'::timestamptz + p_fire_at_us * interval '1 microsecond' END;
@@ -268,9 +281,9 @@ BEGIN
   END IF;
   FOR v_try IN 1..3 LOOP
     INSERT INTO queen.timers AS x (tenant, timer_id, due_at, queue, partition, txn_id, txn_given,
-                                   payload, fingerprint)
+                                   payload, is_encrypted, fingerprint)
     VALUES (p_tenant, p_timer_id, v_due, p_queue, COALESCE(p_partition, 'Default'), p_txn_id,
-            COALESCE(p_txn_given, false), p_payload, v_fp)
+            COALESCE(p_txn_given, false), p_payload, p_digest IS NOT NULL, v_fp)
     ON CONFLICT (tenant, timer_id) DO NOTHING
     RETURNING x.id INTO v_id;
     IF v_id IS NOT NULL THEN
@@ -324,13 +337,15 @@ BEGIN
 END
 $$;
 
--- One timer (pending or fired and not yet swept), or no row.
+-- One timer (pending or fired and not yet swept), or no row. The payload as
+-- stored: the broker decrypts it when is_encrypted.
 CREATE FUNCTION queen.timer_get(p_tenant text, p_timer_id text)
 RETURNS TABLE(queue text, partition text, txn_id text, payload bytea, due_at timestamptz,
-              created_at timestamptz, fired_at timestamptz, seq bigint, partition_id bigint)
+              created_at timestamptz, fired_at timestamptz, seq bigint, partition_id bigint,
+              is_encrypted bool)
 LANGUAGE sql STABLE AS $$
   SELECT x.queue::text, x.partition::text, x.txn_id::text, x.payload, x.due_at, x.created_at,
-         x.fired_at, x.seq, x.partition_id
+         x.fired_at, x.seq, x.partition_id, x.is_encrypted
     FROM queen.timers x WHERE x.tenant = p_tenant AND x.timer_id = p_timer_id
 $$;
 
@@ -339,7 +354,7 @@ $$;
 CREATE FUNCTION queen.timer_list(p_tenant text, p_queue text, p_after_due_us bigint, p_after_id bigint,
                                  p_limit int)
 RETURNS TABLE(timer_id text, queue text, partition text, txn_id text, payload bytea,
-              due_at timestamptz, created_at timestamptz, id bigint)
+              due_at timestamptz, created_at timestamptz, id bigint, is_encrypted bool)
 LANGUAGE plpgsql STABLE AS $$
 #variable_conflict use_column
 DECLARE
@@ -350,14 +365,14 @@ BEGIN
   IF p_queue IS NULL THEN
     RETURN QUERY
     SELECT x.timer_id::text, x.queue::text, x.partition::text, x.txn_id::text, x.payload, x.due_at,
-           x.created_at, x.id
+           x.created_at, x.id, x.is_encrypted
       FROM queen.timers x
      WHERE x.fired_at IS NULL AND x.tenant = p_tenant AND (x.due_at, x.id) > (v_due, v_id)
      ORDER BY x.due_at, x.id LIMIT p_limit;
   ELSE
     RETURN QUERY
     SELECT x.timer_id::text, x.queue::text, x.partition::text, x.txn_id::text, x.payload, x.due_at,
-           x.created_at, x.id
+           x.created_at, x.id, x.is_encrypted
       FROM queen.timers x
      WHERE x.fired_at IS NULL AND x.tenant = p_tenant AND x.queue = p_queue
        AND (x.due_at, x.id) > (v_due, v_id)
@@ -377,7 +392,8 @@ LANGUAGE sql STABLE AS $$
 $$;
 
 -- Push the claimed timers a_id (all of one tenant, in firing order) and
--- mark them fired. Raises what queen.push raises. Every statement reaches
+-- mark them fired. A sealed payload is pushed as it is, is_encrypted: pop
+-- decrypts it like any other message. Raises what queen.push raises. Every statement reaches
 -- the timers through their primary key (joins on unnest of the ids), never
 -- through a scan whose cost grows with the backlog.
 CREATE FUNCTION queen._timer_push(p_tenant text, a_id bigint[]) RETURNS int
@@ -388,17 +404,19 @@ DECLARE
   a_p   text[];
   a_txn text[];
   a_pay bytea[];
+  a_enc bool[];
   r_id  bigint[];
   r_seq bigint[];
   r_pid bigint[];
 BEGIN
   SELECT array_agg(x.queue::text ORDER BY o.k), array_agg(x.partition::text ORDER BY o.k),
-         array_agg(x.txn_id::text ORDER BY o.k), array_agg(x.payload ORDER BY o.k)
-    INTO a_q, a_p, a_txn, a_pay
+         array_agg(x.txn_id::text ORDER BY o.k), array_agg(x.payload ORDER BY o.k),
+         array_agg(x.is_encrypted ORDER BY o.k)
+    INTO a_q, a_p, a_txn, a_pay, a_enc
     FROM unnest(a_id) WITH ORDINALITY o(id, k) JOIN queen.timers x ON x.id = o.id;
   SELECT array_agg(a_id[p.ord]), array_agg(p.seq), array_agg(p.partition_id) INTO r_id, r_seq, r_pid
     FROM queen.push(p_tenant, a_q, a_p, a_txn, a_pay, array_fill(NULL::uuid, ARRAY[n]),
-                    array_fill(NULL::text, ARRAY[n]), array_fill(false, ARRAY[n]), false) p;
+                    array_fill(NULL::text, ARRAY[n]), a_enc, false) p;
   UPDATE queen.timers x
      SET fired_at = clock_timestamp(), payload = '\x'::bytea, seq = r.seq, partition_id = r.pid
     FROM unnest(r_id, r_seq, r_pid) r(id, seq, pid)

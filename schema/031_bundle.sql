@@ -45,7 +45,9 @@
 --          (NULL: unconditional), p_kv_ttl (seconds, NULL/0: none)
 --   timer  p_tm_ids, and for timer.schedule (NULL for timer.cancel) the
 --          arguments of queen.timer_create: queue, partition, payload,
---          txn id, txn given, fire-at us | delay ms
+--          txn id, txn given, fire-at us | delay ms, digest (p_tm_digests:
+--          NULL for a plaintext payload; for one the broker sealed, the
+--          keyed digest of its plaintext; the array may be NULL: none)
 -- Rows, one per operation (any order; idx is the flattened index):
 --   push            seq, partition_id, queue_name
 --   ack             seq (the acked message), partition_id, queue_name, dlq
@@ -62,7 +64,7 @@ CREATE FUNCTION queen.bundle(p_tenant text, p_kinds text[],
   p_ack_lease_ids uuid[], p_ack_errors text[], p_required_leases uuid[],
   p_kv_ns text[], p_kv_keys text[], p_kv_values bytea[], p_kv_if bigint[], p_kv_ttl int[],
   p_tm_ids text[], p_tm_queues text[], p_tm_parts text[], p_tm_payloads bytea[], p_tm_txn text[],
-  p_tm_txn_given bool[], p_tm_at_us bigint[], p_tm_delay_ms bigint[])
+  p_tm_txn_given bool[], p_tm_at_us bigint[], p_tm_delay_ms bigint[], p_tm_digests bytea[] DEFAULT NULL)
 RETURNS TABLE(idx int, kind text, seq bigint, partition_id bigint, queue_name text, dlq bool,
   version bigint, at timestamptz, status text, timer_row bigint)
 LANGUAGE plpgsql
@@ -166,15 +168,16 @@ BEGIN
   -- L3: timer rows in timerId order; one timer's operations in their order
   IF cardinality(x_tm) > 0 THEN
     FOR r IN
-      SELECT u.k::int AS k, u.id, u.q, u.p, u.pay, u.txn, u.given, u.at, u.delay
+      SELECT u.k::int AS k, u.id, u.q, u.p, u.pay, u.txn, u.given, u.at, u.delay, u.dg
         FROM unnest(p_tm_ids, p_tm_queues, p_tm_parts, p_tm_payloads, p_tm_txn, p_tm_txn_given,
-                    p_tm_at_us, p_tm_delay_ms)
-             WITH ORDINALITY AS u(id, q, p, pay, txn, given, at, delay, k)
+                    p_tm_at_us, p_tm_delay_ms, p_tm_digests)
+             WITH ORDINALITY AS u(id, q, p, pay, txn, given, at, delay, dg, k)
        ORDER BY u.id COLLATE "C", u.k
     LOOP
       i := x_tm[r.k];
       IF p_kinds[i + 1] = 'timer.schedule' THEN
-        SELECT * INTO tm FROM queen.timer_create(p_tenant, r.id, r.q, r.p, r.pay, r.txn, r.given, r.at, r.delay);
+        SELECT * INTO tm FROM queen.timer_create(p_tenant, r.id, r.q, r.p, r.pay, r.txn, r.given, r.at, r.delay,
+                                                r.dg);
         IF tm.status <> 'conflict' THEN
           o_idx := o_idx || i; o_kind := o_kind || 'timer.schedule'::text; o_ver := o_ver || NULL::bigint;
           o_at := o_at || tm.due_at; o_st := o_st || tm.status;

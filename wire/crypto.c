@@ -1,5 +1,5 @@
 /*  wire/crypto.c - payload encryption at rest (see crypto.h)
-    AES-256-GCM and SHA-256 from OpenSSL, hex and base64 from libsodium,
+    AES-256-GCM, SHA-256 and HMAC-SHA256 from OpenSSL, hex and base64 from libsodium,
     the envelope read with the strict JSON tokenizer.
 */
 #include "crypto.h"
@@ -8,6 +8,7 @@
 #include <limits.h>
 #include <openssl/crypto.h>
 #include <openssl/evp.h>
+#include <openssl/hmac.h>
 #include <openssl/rand.h>
 #include <sodium.h>
 #include <stdarg.h>
@@ -259,6 +260,36 @@ qn_crypto_seal (const qn_crypto_keys_t *self, const void *plain, size_t len, qn_
     if (RAND_bytes (iv, sizeof iv) != 1)
         return QN_CRYPTO_EINTERNAL;
     return qn_crypto_seal_iv (self, plain, len, iv, sizeof iv, out);
+}
+
+// ------------------------------------------------------------------ keyed digests
+int
+qn_crypto_digest (const qn_crypto_keys_t *self, const char *label, const void *data,
+                  size_t len, uint8_t out [QN_CRYPTO_DIGEST_LEN])
+{
+    if (!qn_crypto_keys_can_seal (self))
+        return QN_CRYPTO_ENOKEY;
+    if (len > S_MAX_LEN)
+        return QN_CRYPTO_EINTERNAL;
+    const s_key_t *k = &self->keys [self->current];
+    //  The label's key first (domain separation), then the digest under it.
+    char info [128];
+    int n = snprintf (info, sizeof info, "queen-digest-v1:%s", label ? label : "");
+    if (n < 0 || (size_t) n >= sizeof info)
+        return QN_CRYPTO_EINTERNAL;
+    uint8_t sub [EVP_MAX_MD_SIZE];
+    unsigned int sub_len = 0, out_len = 0;
+    static const uint8_t none [1] = { 0 };
+    int rc = HMAC (EVP_sha256 (), k->key, QN_CRYPTO_KEY_LEN, (const uint8_t *) info,
+                   (size_t) n, sub, &sub_len) == NULL
+          || sub_len != QN_CRYPTO_DIGEST_LEN
+          || HMAC (EVP_sha256 (), sub, (int) sub_len, len ? data : none, len,
+                   out, &out_len) == NULL
+          || out_len != QN_CRYPTO_DIGEST_LEN ? QN_CRYPTO_EINTERNAL : 0;
+    OPENSSL_cleanse (sub, sizeof sub);
+    if (rc)
+        memset (out, 0, QN_CRYPTO_DIGEST_LEN);
+    return rc;
 }
 
 //  The parsed envelope: decoded binary fields, kid text.

@@ -9,7 +9,9 @@
     picks the key of a ring without trial decryption (an envelope without
     one is tried against every key; the tag rejects the wrong ones).
     A key ring holds the current key (seals and reads) and old keys (read
-    only), for rotation. Pure: no I/O, no globals, no logging; randomness
+    only), for rotation. The current key also keys digests (HMAC-SHA256
+    under a per-label derived key): fingerprints of sealed payloads that
+    do not reveal them. Pure: no I/O, no globals, no logging; randomness
     from OpenSSL's CSPRNG. Key bytes are wiped when the ring is destroyed.
     Fails by returning a negative QN_CRYPTO_E* with a one-line reason that
     never contains key material; decryption never returns unauthenticated
@@ -29,6 +31,7 @@
 #define QN_CRYPTO_TAG_LEN   16
 #define QN_CRYPTO_KID_LEN   8       //  Hex digits of the key id
 #define QN_CRYPTO_MAX_KEYS  16      //  Current + old keys in one ring
+#define QN_CRYPTO_DIGEST_LEN 32     //  Bytes of a keyed digest (HMAC-SHA256)
 
 typedef enum {
     QN_CRYPTO_EMALFORMED = -1,      //  Not an envelope (or a broken one)
@@ -96,6 +99,18 @@ int
 int
     qn_crypto_open_json (const qn_crypto_keys_t *self, const char *stored, size_t len,
                          qn_buf_t *out, char *why, size_t why_len);
+// ------------------------------------------------------------------ keyed digests
+//  A keyed digest of `len` bytes under the current key: HMAC-SHA256 keyed
+//  with HMAC-SHA256 (current key, "queen-digest-v1:" + label), so each
+//  label (a use, e.g. "timer-payload") has its own key and the digest is
+//  not an unkeyed hash anyone could recompute from a guessed input. The
+//  same input, key and label give the same digest; another current key
+//  gives another one. Returns 0, QN_CRYPTO_ENOKEY without a current key,
+//  or QN_CRYPTO_EINTERNAL.
+int
+    qn_crypto_digest (const qn_crypto_keys_t *self, const char *label, const void *data,
+                      size_t len, uint8_t out [QN_CRYPTO_DIGEST_LEN]);
+
 //  A short name of an error code ("malformed envelope", ...).
 const char *
     qn_crypto_strerror (int rc);

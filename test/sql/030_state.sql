@@ -87,6 +87,42 @@ SELECT pg_temp.ok(status = 'fired', 'same definition after firing: fired')
 SELECT pg_temp.ok(fired_at IS NOT NULL AND seq IS NOT NULL AND octet_length(payload) = 0, 'fired record kept small')
   FROM queen.timer_get('', pg_temp.qn('t2'));
 
+-- sealed payloads (the broker's envelope and keyed digest): the digest, not
+-- the envelope, makes the fingerprint; the row and the message are
+-- is_encrypted
+CREATE FUNCTION pg_temp.tce(tid text, q text, env text, digest bytea, in_ms bigint)
+RETURNS TABLE(status text, id bigint, due_at timestamptz, fired_at timestamptz) LANGUAGE sql AS $$
+  SELECT * FROM queen.timer_create('', tid, q, NULL, convert_to(env, 'UTF8'), 'tx-' || tid, false,
+                                   NULL, in_ms, digest) $$;
+CREATE TEMP TABLE te AS SELECT * FROM pg_temp.tce(pg_temp.qn('te'), pg_temp.qn('tqe'), '{"encrypted":"AA=="}',
+                                                   sha256('d1'), 0);
+SELECT pg_temp.ok(status = 'created', 'sealed timer created') FROM te;
+SELECT pg_temp.ok(is_encrypted AND convert_from(payload, 'UTF8') = '{"encrypted":"AA=="}', 'sealed row is_encrypted')
+  FROM queen.timer_get('', pg_temp.qn('te'));
+SELECT pg_temp.ok(is_encrypted, 'sealed timer listed is_encrypted')
+  FROM queen.timer_list('', pg_temp.qn('tqe'), NULL, NULL, 100);
+SELECT pg_temp.ok(status = 'exists', 'same digest, another envelope: same timer')
+  FROM pg_temp.tce(pg_temp.qn('te'), pg_temp.qn('tqe'), '{"encrypted":"BB=="}', sha256('d1'), 0);
+SELECT pg_temp.ok(status = 'conflict', 'another digest: conflict')
+  FROM pg_temp.tce(pg_temp.qn('te'), pg_temp.qn('tqe'), '{"encrypted":"AA=="}', sha256('d2'), 0);
+SELECT pg_temp.ok(status = 'conflict', 'same bytes in plaintext: conflict')
+  FROM pg_temp.tc(pg_temp.qn('te'), pg_temp.qn('tqe'), '{"encrypted":"AA=="}', NULL, 0);
+SELECT pg_temp.ok(NOT is_encrypted, 'plaintext timer is not is_encrypted')
+  FROM queen.timer_get('', pg_temp.qn('t1'));
+SELECT pg_temp.ok(status = 'fired', 'sealed timer fires')
+  FROM queen.timer_fire(ARRAY[(SELECT id FROM te)]);
+SELECT pg_temp.ok(count(*) = 1 AND bool_and(m.is_encrypted)
+                  AND min(convert_from(m.payload, 'UTF8')) = '{"encrypted":"AA=="}', 'fired message is_encrypted')
+  FROM queen.messages m JOIN queen.partitions p ON p.id = m.partition_id JOIN queen.queues q ON q.id = p.queue_id
+ WHERE q.name = pg_temp.qn('tqe');
+SELECT pg_temp.ok(bool_and(NOT m.is_encrypted), 'plaintext timer message is not is_encrypted')
+  FROM queen.messages m JOIN queen.partitions p ON p.id = m.partition_id JOIN queen.queues q ON q.id = p.queue_id
+ WHERE q.name = pg_temp.qn('tq');
+SELECT pg_temp.ok(status = 'fired', 'same digest after firing: fired')
+  FROM pg_temp.tce(pg_temp.qn('te'), pg_temp.qn('tqe'), '{"encrypted":"CC=="}', sha256('d1'), 0);
+SELECT pg_temp.ok(octet_length(payload) = 0, 'fired sealed record emptied')
+  FROM queen.timer_get('', pg_temp.qn('te'));
+
 -- cancel
 SELECT pg_temp.ok(status = 'fired', 'cancel after fire') FROM queen.timer_cancel('', pg_temp.qn('t2'));
 SELECT pg_temp.ok(count(*) = 1, 'pending list') FROM queen.timer_list('', pg_temp.qn('tq'), NULL, NULL, 100);

@@ -500,6 +500,38 @@ test_open_json (void **state)
     qn_crypto_keys_destroy (&ring);
 }
 
+//  Keyed digests: a known answer (Python: hmac.new (hmac.new (KEY_A,
+//  b"queen-digest-v1:timer-payload", sha256).digest (), plain, sha256)),
+//  stable for one key and label, different for another key or label,
+//  none without a current key.
+static void
+test_digest (void **state)
+{
+    (void) state;
+    qn_crypto_keys_t *a = s_ring (KEY_A, NULL);
+    qn_crypto_keys_t *b = s_ring (KEY_B, KEY_A);
+    qn_crypto_keys_t *none = s_ring (NULL, KEY_A);
+    const char *plain = "{\"hello\":\"world\"}";
+    uint8_t d1 [QN_CRYPTO_DIGEST_LEN], d2 [QN_CRYPTO_DIGEST_LEN];
+    char hex [2 * QN_CRYPTO_DIGEST_LEN + 1];
+    assert_int_equal (qn_crypto_digest (a, "timer-payload", plain, strlen (plain), d1), 0);
+    for (int i = 0; i < QN_CRYPTO_DIGEST_LEN; i++)
+        snprintf (hex + 2 * i, 3, "%02x", d1 [i]);
+    assert_string_equal (hex, "7c9d9acd0538ddea8f380435212d129158e803cc85467074bb278abcb27dc093");
+    assert_int_equal (qn_crypto_digest (a, "timer-payload", plain, strlen (plain), d2), 0);
+    assert_memory_equal (d1, d2, sizeof d1);
+    assert_int_equal (qn_crypto_digest (a, "other", plain, strlen (plain), d2), 0);
+    assert_memory_not_equal (d1, d2, sizeof d1);
+    assert_int_equal (qn_crypto_digest (b, "timer-payload", plain, strlen (plain), d2), 0);
+    assert_memory_not_equal (d1, d2, sizeof d1);
+    assert_int_equal (qn_crypto_digest (a, "timer-payload", "", 0, d2), 0);
+    assert_int_equal (qn_crypto_digest (none, "timer-payload", plain, strlen (plain), d2),
+                      QN_CRYPTO_ENOKEY);
+    qn_crypto_keys_destroy (&a);
+    qn_crypto_keys_destroy (&b);
+    qn_crypto_keys_destroy (&none);
+}
+
 int
 main (void)
 {
@@ -516,6 +548,7 @@ main (void)
         cmocka_unit_test (test_key_settings),
         cmocka_unit_test (test_malformed_envelopes),
         cmocka_unit_test (test_open_json),
+        cmocka_unit_test (test_digest),
     };
     return cmocka_run_group_tests (tests, NULL, NULL);
 }
