@@ -32,6 +32,7 @@ struct qn_codec {
     bool db_up;
     bool draining;
     bool spool_active;
+    uint64_t spool_seq;         //  Newest spool state seen (event_seq)
     bool push_maintenance;
     bool pop_maintenance;
     int64_t started_wall_us;
@@ -687,17 +688,29 @@ s_on_db (void *self_, const qn_env_t *env)
     return 0;
 }
 
-//  "spool" [pending, failed]: pushes keep going to the spool while it
+//  "spool" [pending, failed, event_seq]: pushes keep going to the spool while it
 //  holds anything, which keeps per-partition order across an outage.
 static int
 s_on_spool (void *self_, const qn_env_t *env)
 {
     qn_codec_t *codec = self_;
-    uint64_t pending;
-    if (qn_mp_scan (env->body.ptr, env->body.len, "u", &pending))
+    uint64_t pending, failed, seq;
+    if (qn_mp_scan (env->body.ptr, env->body.len, "uuu", &pending, &failed, &seq))
         return QN_EPROTO;
-    codec->spool_active = pending > 0;
+    qn_codec_spool_seen (codec, pending, seq, false);
     return 0;
+}
+
+//  Events and direct answers take two paths (the bus proxy, a reply), so
+//  an event can arrive after an answer that already reflects it: only a
+//  newer event_seq (or an answer) changes the state.
+void
+qn_codec_spool_seen (qn_codec_t *codec, uint64_t pending, uint64_t event_seq, bool answer)
+{
+    if (answer ? event_seq < codec->spool_seq : event_seq <= codec->spool_seq)
+        return;
+    codec->spool_seq = event_seq;
+    codec->spool_active = pending > 0;
 }
 
 //  "maintenance" [push, pop].
@@ -732,8 +745,13 @@ static void
 s_on_spool_stats (void *self_, void *arg, const qn_env_t *env)
 {
     (void) arg;
-    if (env)
-        s_on_spool (self_, env);
+    //  The answer: [pending, failed, db_healthy, buffer_healthy,
+    //  failed_bytes, event_seq]
+    uint64_t pending, failed, failed_bytes, seq;
+    bool db, healthy;
+    if (env && !qn_mp_scan (env->body.ptr, env->body.len, "uubbuu",
+                            &pending, &failed, &db, &healthy, &failed_bytes, &seq))
+        qn_codec_spool_seen (self_, pending, seq, true);
 }
 
 static int

@@ -130,9 +130,13 @@ void qn_pg_result_free (qn_pg_result_t *res);
 //  The request with this id, or NULL (answered, or client gone).
 qn_http_ctx_t *qn_codec_request (qn_codec_t *codec, uint64_t ctx_id);
 //  Push path state, kept current from bus events: the spool holds items
-//  not yet replayed ("spool" events, QN_MSG_SPOOL_STATS [pending, failed]);
-//  maintenance modes ("maintenance" events [push, pop]).
+//  not yet replayed ("spool" events, QN_MSG_SPOOL_STATS [pending, failed,
+//  event_seq]); maintenance modes ("maintenance" events [push, pop]).
 bool qn_codec_spool_active (qn_codec_t *codec);
+//  An event, or a direct answer of the spool (answer: pending, and the
+//  event_seq it had published by then), updates that state; an event that
+//  arrives after an answer which already covers it is ignored.
+void qn_codec_spool_seen (qn_codec_t *codec, uint64_t pending, uint64_t event_seq, bool answer);
 bool qn_codec_push_maintenance (qn_codec_t *codec);
 bool qn_codec_pop_maintenance (qn_codec_t *codec);
 bool qn_codec_draining (qn_codec_t *codec);

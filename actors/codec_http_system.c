@@ -73,7 +73,7 @@ s_on_stats (void *self_, void *arg, const qn_env_t *env)
         msgpack_unpacked msg;
         msgpack_unpacked_init (&msg);
         const msgpack_object *o = &msg.data;
-        //  [pending, failed, db_healthy, buffer_healthy, failed_bytes]
+        //  [pending, failed, db_healthy, buffer_healthy, failed_bytes, event_seq]
         if (env && msgpack_unpack_next (&msg, env->body.ptr, env->body.len, NULL) == MSGPACK_UNPACK_SUCCESS
         &&  o->type == MSGPACK_OBJECT_ARRAY && o->via.array.size >= 3) {
             const msgpack_object *f = o->via.array.ptr;
@@ -83,6 +83,8 @@ s_on_stats (void *self_, void *arg, const qn_env_t *env)
             st.db_healthy = s_bool (&f [2]);
             st.healthy = o->via.array.size > 3 ? s_bool (&f [3]) : true;
             st.failed_bytes = o->via.array.size > 4 ? s_u64 (&f [4]) : 0;
+            if (o->via.array.size > 5)
+                qn_codec_spool_seen (ask->codec, st.pending, s_u64 (&f [5]), true);
         }
         msgpack_unpacked_destroy (&msg);
         ask->fn (ask->codec, ctx, &st, ask->flag);

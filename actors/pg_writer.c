@@ -869,6 +869,17 @@ s_connect_poll (self_t *self, s_conn_t *c)
         qn_debug ("connection ready: actor=%s", self->name);
         if (c == &self->health)
             self->ping_sent_ms = 0;
+        else
+        if (self->is_writer && self->db_up_known && !self->db_up) {
+            //  A pool connection opened: the database is back, even if the
+            //  health connection is still in its backoff (requests would
+            //  otherwise go to the spool meanwhile). It reconnects now.
+            s_publish_health (self, true);
+            if (self->health.state == C_DOWN) {
+                self->health.backoff_ms = 0;
+                self->health.retry_at_ms = qn_now_ms ();
+            }
+        }
     }
 }
 

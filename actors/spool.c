@@ -19,10 +19,12 @@
     Receives  QN_MSG_SPOOL_APPEND [tenant, [item...]] (request: replies
               PG_RESULT [ok, sqlstate, message, detail, []] after the sync),
               QN_MSG_SPOOL_STATS (request: replies [pending, failed,
-              db_healthy, buffer_healthy, failed_bytes]), "db" and
+              db_healthy, buffer_healthy, failed_bytes, event_seq]), "db" and
               "maintenance" events, PG_RESULT replies
     Sends     QN_MSG_PG_PUSH to pg_writer, QN_MSG_PG_EXEC to pg_reader;
-              events "spool" QN_MSG_SPOOL_STATS [pending, failed],
+              events "spool" QN_MSG_SPOOL_STATS [pending, failed,
+              event_seq] (event_seq counts the events: a reader that also
+              asks directly can tell an event older than an answer),
               "maintenance" QN_MSG_CONFIG [push, pop], "committed"
               QN_MSG_COMMITTED [tenant, queue]
     Owns      the spool directory and its file descriptors
@@ -99,6 +101,7 @@ typedef struct {
     uint64_t pending, failed, failed_bytes;
     bool published;
     uint64_t published_pending, published_failed;
+    uint64_t event_seq;         //  "spool" events published so far
     //  Database and maintenance state
     bool db_up;
     bool maint_known, push_maint, pop_maint;
@@ -380,9 +383,10 @@ s_publish_stats (self_t *self, bool force)
     msgpack_sbuffer_clear (&self->out);
     msgpack_packer pk;
     msgpack_packer_init (&pk, &self->out, msgpack_sbuffer_write);
-    msgpack_pack_array (&pk, 2);
+    msgpack_pack_array (&pk, 3);
     msgpack_pack_uint64 (&pk, self->pending);
     msgpack_pack_uint64 (&pk, self->failed);
+    msgpack_pack_uint64 (&pk, ++self->event_seq);
     qn_publish (self->kernel, "spool", QN_MSG_SPOOL_STATS, self->out.data, self->out.size);
     self->published = true;
     self->published_pending = self->pending;
@@ -1070,12 +1074,13 @@ s_on_stats (void *self_, const qn_env_t *env)
     msgpack_sbuffer_clear (&self->out);
     msgpack_packer pk;
     msgpack_packer_init (&pk, &self->out, msgpack_sbuffer_write);
-    msgpack_pack_array (&pk, 5);
+    msgpack_pack_array (&pk, 6);
     msgpack_pack_uint64 (&pk, self->pending);
     msgpack_pack_uint64 (&pk, self->failed);
     self->db_up ? msgpack_pack_true (&pk) : msgpack_pack_false (&pk);
     self->healthy ? msgpack_pack_true (&pk) : msgpack_pack_false (&pk);
     msgpack_pack_uint64 (&pk, self->failed_bytes);
+    msgpack_pack_uint64 (&pk, self->event_seq);
     return qn_reply (self->kernel, env, QN_MSG_SPOOL_STATS, self->out.data, self->out.size, NULL, 0);
 }
 

@@ -139,16 +139,9 @@ test('push maintenance buffers pushes, pops keep working, off replays them all',
         }
         assert.equal(got, total);
     }
-    //  Pushes go straight to PostgreSQL again, once the codec has heard
-    //  that the spool is empty (a bus event, which can trail the spool's
-    //  own answer above by a moment; until then a push is buffered, which
-    //  keeps the order).
-    let after = 0;
-    await waitFor(async () => {
-        res = await push(broker.url, [{ queue: q, partition: 'p', payload: { i: `after-${after++}` } }]);
-        return res.body[0].status === 'queued';
-    }, 5000, 50);
-    await waitFor(async () => await count(broker.db, q) === total + 1 + after, 5000, 50);
+    //  Pushes go straight to PostgreSQL again.
+    res = await push(broker.url, [{ queue: q, partition: 'p', payload: { i: 'after' } }]);
+    assert.equal(res.body[0].status, 'queued');
     await broker.stop();
 });
 
