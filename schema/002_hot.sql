@@ -606,6 +606,10 @@ DECLARE
   v_empty   int;
   v_take    int;
   v_round   int;
+  v_budget0 int;
+  v_step    int := 4;      -- wildcard: partitions the next round claims at most
+  v_asked   int;
+  v_claimed int;
   i         int;
   c_pid     bigint[];
   c_cur     bigint[];
@@ -649,19 +653,26 @@ BEGIN
     v_exp := now() + make_interval(secs => CASE WHEN q.lease_time > 0 THEN q.lease_time ELSE 60 END);
   END IF;
 
-  -- Rounds go on only while a round met stale or not-yet-due rows (each of
-  -- which it cleans or re-times); 64 bounds the work of one call, where 8
-  -- could answer empty with messages waiting behind stale rows left by
-  -- auto-acked pops (test/sql/19_stale_rows.sql).
+  -- The wildcard claims in steps (contract 3.7: partitions are taken until
+  -- the batch is full): a first round of at most 4 partitions, then as many
+  -- as the rest of the batch needs at the depth seen so far. Claiming all
+  -- `partitions` up front read up to batch x partitions messages (100 x 100
+  -- for deep partitions: 35 ms a pop) and held rows other consumers could
+  -- have served. Rounds also go on while a round met stale or not-yet-due
+  -- rows (each of which it cleans or re-times); 64 bounds the work of one
+  -- call, where 8 could answer empty with messages waiting behind stale
+  -- rows left by auto-acked pops (test/sql/19_stale_rows.sql).
+  v_budget0 := v_budget;
   FOR v_round IN 1..64 LOOP
     -- claim (never waits: SKIP LOCKED; never scans idle partitions)
+    v_asked := CASE WHEN v_pid IS NULL THEN LEAST(v_want - v_got, v_step) ELSE 1 END;
     IF v_pid IS NULL THEN
       SELECT array_agg(s.pid), array_agg(s.cur) INTO c_pid, c_cur FROM (
         SELECT r.partition_id AS pid, r.acked_seq AS cur FROM queen.ready r
          WHERE r.queue_id = q.id AND r.group_id = v_gid AND r.avail_at <= now()
            AND r.partition_id <> ALL (v_excl)
          ORDER BY r.avail_at
-         LIMIT v_want - v_got
+         LIMIT v_asked
          FOR UPDATE SKIP LOCKED) s;
     ELSE
       SELECT array_agg(s.pid), array_agg(s.cur) INTO c_pid, c_cur FROM (
@@ -671,6 +682,7 @@ BEGIN
          FOR UPDATE SKIP LOCKED) s;
     END IF;
     EXIT WHEN c_pid IS NULL;
+    v_claimed := array_length(c_pid, 1);
     v_excl := v_excl || c_pid;
     SELECT LEAST(v_floor, min(x)) INTO v_floor FROM unnest(c_cur) x;
 
@@ -811,7 +823,15 @@ BEGIN
       END IF;
       -- else: cut by the batch budget; released untouched
     END LOOP;
-    EXIT WHEN v_got >= v_want OR v_budget <= 0 OR v_empty = 0;
+    EXIT WHEN v_got >= v_want OR v_budget <= 0;
+    -- nothing more to claim: fewer rows than asked for, none stale or early
+    EXIT WHEN v_empty = 0 AND v_claimed < v_asked;
+    -- the next round: enough partitions for the rest of the batch at the
+    -- average depth of the partitions served so far (sparse partitions: all
+    -- the rest at once; deep ones: a few)
+    v_step := CASE WHEN v_got > 0
+                   THEN GREATEST(1, ceil(v_budget::numeric * v_got / (v_budget0 - v_budget))::int)
+                   ELSE LEAST(v_step * 4, 1000000) END;
   END LOOP;
 
   IF v_got = 0 THEN
