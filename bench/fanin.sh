@@ -32,39 +32,25 @@ T="$QN_TMP"
 . "$HERE/lib.sh"
 bench_start fanin
 
-# Messages of queue $1 at or below the queue-mode cursor of their partition.
-consumed () {
-    $PSQL -d $DB -c "SELECT count(*) FROM queen.messages m
-        JOIN queen.partitions p ON p.id = m.partition_id
-        JOIN queen.queues q ON q.id = p.queue_id AND q.name = '$1'
-        JOIN queen.consumer_groups g ON g.queue_id = q.id AND g.name = '__QUEUE_MODE__'
-        LEFT JOIN queen.ready r ON r.partition_id = m.partition_id AND r.group_id = g.id
-        LEFT JOIN queen.cursors c ON c.partition_id = m.partition_id AND c.group_id = g.id
-        WHERE m.seq <= coalesce (r.acked_seq, c.acked_seq, 0)"
-}
-count () {
-    $PSQL -d $DB -c "SELECT count(*) FROM queen.messages m JOIN queen.partitions p ON p.id = m.partition_id
-        JOIN queen.queues q ON q.id = p.queue_id AND q.name = '$1'"
-}
 
 # ---------------------------------------------------------------- 1. cycle
 echo "fanin: plain push/pop/ack cycle via HTTP (${SECS}s)"
-C0=$(consumed fcycle)
+C0=$(bench_consumed fcycle)
 CYCLE=$(node "$HERE/load.mjs" cycle --url "$URL" --queue fcycle --producers 4 --consumers 4 --batch 100 \
         --payload 256 --partitions 1000 --seconds "$SECS")
-C1=$(consumed fcycle)
+C1=$(bench_consumed fcycle)
 CYCLE_RATE=$(( (C1 - C0) / SECS ))
 
 # ---------------------------------------------------------------- 2. fan-in
 echo "fanin: pop -> transaction (acks + push + kv.set) via HTTP (${SECS}s)"
-F0=$(consumed fsrc)
+F0=$(bench_consumed fsrc)
 FANIN=$(node "$HERE/fanin_load.mjs" --url "$URL" --queue fsrc --out fout --producers 4 --consumers 4 \
         --batch 100 --payload 256 --partitions 1000 --seconds "$SECS")
-F1=$(consumed fsrc)
+F1=$(bench_consumed fsrc)
 FANIN_RATE=$(( (F1 - F0) / SECS ))
 BUNDLES=$(echo "$FANIN" | sed 's/.*"bundles":\([0-9]*\).*/\1/')
 ERRORS=$(echo "$FANIN" | sed 's/.*"errors":\([0-9]*\).*/\1/')
-OUTS=$(count fout)
+OUTS=$(bench_stored fout)
 KV_SUM=$($PSQL -d $DB -c "SELECT coalesce (sum ((convert_from (value, 'UTF8')::json ->> 'bundles')::int), 0)
     FROM queen.kv WHERE ns = 'fanin'")
 BUNDLE_RATE=$(( BUNDLES / SECS ))
@@ -87,20 +73,20 @@ echo "fanin: backlogs of $BACKLOG messages"
 fill dcycle
 fill dsrc
 echo "fanin: drain with pop + ack/batch (${SECS}s)"
-D0=$(consumed dcycle)
+D0=$(bench_consumed dcycle)
 DCYCLE=$(node "$HERE/load.mjs" cycle --url "$URL" --queue dcycle --producers 0 --consumers 4 --batch 100 \
          --partitions 1000 --seconds "$SECS")
-D1=$(consumed dcycle)
+D1=$(bench_consumed dcycle)
 DCYCLE_RATE=$(( (D1 - D0) / SECS ))
 echo "fanin: drain with pop + transaction (${SECS}s)"
-E0=$(consumed dsrc)
+E0=$(bench_consumed dsrc)
 DFANIN=$(node "$HERE/fanin_load.mjs" --url "$URL" --queue dsrc --out dout --producers 0 --consumers 4 \
          --batch 100 --partitions 1000 --seconds "$SECS")
-E1=$(consumed dsrc)
+E1=$(bench_consumed dsrc)
 DFANIN_RATE=$(( (E1 - E0) / SECS ))
 DERRORS=$(echo "$DFANIN" | sed 's/.*"errors":\([0-9]*\).*/\1/')
 DBUNDLES=$(echo "$DFANIN" | sed 's/.*"bundles":\([0-9]*\).*/\1/')
-OUTS_ALL=$(( $(count fout) + $(count dout) ))
+OUTS_ALL=$(( $(bench_stored fout) + $(bench_stored dout) ))
 KV_ALL=$($PSQL -d $DB -c "SELECT coalesce (sum ((convert_from (value, 'UTF8')::json ->> 'bundles')::int), 0)
     FROM queen.kv WHERE ns = 'fanin'")
 [ "$D1" -lt "$BACKLOG" ] && [ "$E1" -lt "$BACKLOG" ] \

@@ -5,6 +5,9 @@
 #                      /health; sets DB, PORT, URL, QPID; stops the broker
 #                      on exit. Extra broker settings: BENCH_BROKER_ENV.
 #   bench_rss          the broker's VmRSS in KiB
+#   bench_consumed Q   messages of queue Q at or below the queue-mode
+#                      cursor of their partition (in database $DB)
+#   bench_stored Q     messages of queue Q stored (in database $DB)
 # Also sets PSQL (psql on the bench cluster) and creates $QN_BENCH_OUT.
 
 PSQL="psql -X -q -t -A -h 127.0.0.1 -p $QN_PG_PORT -U postgres"
@@ -43,4 +46,19 @@ bench_start () {
 
 bench_rss () {
     awk '/VmRSS/ { print $2 }' "/proc/$QPID/status"
+}
+
+bench_consumed () {
+    $PSQL -d "$DB" -c "SELECT count(*) FROM queen.messages m
+        JOIN queen.partitions p ON p.id = m.partition_id
+        JOIN queen.queues q ON q.id = p.queue_id AND q.name = '$1'
+        JOIN queen.consumer_groups g ON g.queue_id = q.id AND g.name = '__QUEUE_MODE__'
+        LEFT JOIN queen.ready r ON r.partition_id = m.partition_id AND r.group_id = g.id
+        LEFT JOIN queen.cursors c ON c.partition_id = m.partition_id AND c.group_id = g.id
+        WHERE m.seq <= coalesce (r.acked_seq, c.acked_seq, 0)"
+}
+
+bench_stored () {
+    $PSQL -d "$DB" -c "SELECT count(*) FROM queen.messages m JOIN queen.partitions p ON p.id = m.partition_id
+        JOIN queen.queues q ON q.id = p.queue_id AND q.name = '$1'"
 }

@@ -29,19 +29,6 @@ PGBENCH=$(ls /usr/lib/postgresql/*/bin/pgbench 2>/dev/null | tail -n 1)
 bench_start messaging
 
 RSS_IDLE=$(bench_rss)
-consumed () {
-    $PSQL -d $DB -c "SELECT count(*) FROM queen.messages m
-        JOIN queen.partitions p ON p.id = m.partition_id
-        JOIN queen.queues q ON q.id = p.queue_id AND q.name = '$1'
-        JOIN queen.consumer_groups g ON g.queue_id = q.id AND g.name = '__QUEUE_MODE__'
-        LEFT JOIN queen.ready r ON r.partition_id = m.partition_id AND r.group_id = g.id
-        LEFT JOIN queen.cursors c ON c.partition_id = m.partition_id AND c.group_id = g.id
-        WHERE m.seq <= coalesce (r.acked_seq, c.acked_seq, 0)"
-}
-pushed () {
-    $PSQL -d $DB -c "SELECT count(*) FROM queen.messages m JOIN queen.partitions p ON p.id = m.partition_id
-        JOIN queen.queues q ON q.id = p.queue_id AND q.name = '$1'"
-}
 
 # ---------------------------------------------------------------- 1. push
 echo "messaging: push via HTTP (${SECS}s)"
@@ -83,18 +70,18 @@ PG_PUSH_RATE=$((PG_TPS * 100))
 
 # ---------------------------------------------------------------- 2. cycle
 echo "messaging: push/pop/ack cycle via HTTP (${SECS}s)"
-C0=$(consumed bcycle)
+C0=$(bench_consumed bcycle)
 CYCLE=$(node "$HERE/load.mjs" cycle --url "$URL" --queue bcycle --producers 4 --consumers 4 --batch 100 \
         --payload 256 --partitions 1000 --seconds "$SECS")
-C1=$(consumed bcycle)
+C1=$(bench_consumed bcycle)
 CYCLE_RATE=$(( (C1 - C0) / SECS ))
 
 echo "messaging: cycle ceiling via pgbench (${SECS}s)"
-P0=$(consumed bpgc)
+P0=$(bench_consumed bpgc)
 PGOPTIONS="-c jit=off" "$PGBENCH" -n -h 127.0.0.1 -p "$QN_PG_PORT" -U postgres -c 8 -j 2 -T "$SECS" \
     -f "$T/push_c.sql@1" -f "$T/consume.sql@1" $DB > "$T/pgbench_cycle.txt" 2>&1 \
     || { cat "$T/pgbench_cycle.txt"; exit 1; }
-P1=$(consumed bpgc)
+P1=$(bench_consumed bpgc)
 PG_CYCLE_RATE=$(( (P1 - P0) / SECS ))
 
 # ---------------------------------------------------------------- 3. wake-up

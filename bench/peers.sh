@@ -42,7 +42,8 @@ RABBIT_QUEUE_TYPE="${QN_PEERS_RABBIT_QUEUE_TYPE:-classic}"
 OUT="$QN_BENCH_OUT/peers.txt"
 T="$QN_TMP"
 PG="$QN_ROOT/scripts/pg.sh"
-PSQL="psql -X -q -t -A -h 127.0.0.1 -p $QN_PG_PORT -U postgres"
+# shellcheck source=bench/lib.sh
+. "$HERE/lib.sh"           #  PSQL, bench_consumed (its broker is its own)
 PGBENCH=$(ls /usr/lib/postgresql/*/bin/pgbench 2>/dev/null | tail -n 1)
 PEERS="$HERE/peers"
 DB=bench_peers
@@ -148,15 +149,6 @@ SELECT count(*) FROM queen.ack ('', array_fill ('__QUEUE_MODE__'::text, ARRAY[:n
   array_fill (NULL::text, ARRAY[:n]), ':seqs'::bigint[], array_fill ('completed'::text, ARRAY[:n]),
   array_fill (NULL::uuid, ARRAY[:n]), array_fill (NULL::text, ARRAY[:n]));
 EOF
-consumed () {
-    $PSQL -d $DB -c "SELECT count(*) FROM queen.messages m
-        JOIN queen.partitions p ON p.id = m.partition_id
-        JOIN queen.queues q ON q.id = p.queue_id AND q.name = '$1'
-        JOIN queen.consumer_groups g ON g.queue_id = q.id AND g.name = '__QUEUE_MODE__'
-        LEFT JOIN queen.ready r ON r.partition_id = m.partition_id AND r.group_id = g.id
-        LEFT JOIN queen.cursors c ON c.partition_id = m.partition_id AND c.group_id = g.id
-        WHERE m.seq <= coalesce (r.acked_seq, c.acked_seq, 0)"
-}
 for q in bpg bpgc; do
     curl -sf -X POST "$URL/api/v1/configure" -H 'Content-Type: application/json' \
          -d "{\"queue\":\"$q\",\"options\":{\"leaseTime\":60}}" >/dev/null
@@ -174,10 +166,10 @@ else
     tps=$(awk '/^tps/ { print int($3) }' "$T/pgbench_push.txt" | head -n 1)
     [ -n "$tps" ] && PG_PUSH=$((tps * 100)) || note "pgbench push failed: $(tail -n 3 "$T/pgbench_push.txt")"
     echo "peers: PostgreSQL ceiling, queen.push + pop + ack via pgbench (${SECS}s)"
-    c0=$(consumed bpgc)
+    c0=$(bench_consumed bpgc)
     PGOPTIONS="-c jit=off" "$PGBENCH" -n -h 127.0.0.1 -p "$QN_PG_PORT" -U postgres -c 8 -j 2 -T "$SECS" \
         -f "$T/push_c.sql@1" -f "$T/consume.sql@1" $DB > "$T/pgbench_cycle.txt" 2>&1 || true
-    c1=$(consumed bpgc)
+    c1=$(bench_consumed bpgc)
     PG_CYCLE=$(( (c1 - c0) / SECS ))
 fi
 
