@@ -13,11 +13,12 @@ LDLIBS   := -lpq -lzmq -lmsgpackc -lsodium -lssl -lcrypto -lcurl -lm -pthread
 BUILD    ?= build
 ASAN_FLAGS := -O1 -fno-omit-frame-pointer -fsanitize=address,undefined -fno-sanitize-recover=undefined
 
+BASE_SRC   := $(sort $(wildcard base/*.c))
 WIRE_SRC   := $(sort $(wildcard wire/*.c))
 KERNEL_SRC := $(sort $(wildcard kernel/*.c))
-ACTOR_SRC  := $(sort $(wildcard actors/*.c))
+ACTOR_SRC  := $(sort $(wildcard actors/*.c actors/*/*.c))
 SCHEMA_SQL := $(sort $(wildcard schema/*.sql))
-LIB_SRC    := $(WIRE_SRC) $(KERNEL_SRC) $(ACTOR_SRC)
+LIB_SRC    := $(BASE_SRC) $(WIRE_SRC) $(KERNEL_SRC) $(ACTOR_SRC)
 LIB_OBJ    := $(LIB_SRC:%.c=$(BUILD)/obj/%.o) $(BUILD)/obj/schema_sql.o \
               $(BUILD)/obj/llhttp/llhttp.o $(BUILD)/obj/llhttp/api.o $(BUILD)/obj/llhttp/http.o
 UNIT_SRC   := $(sort $(wildcard test/unit/test_*.c))
@@ -59,23 +60,18 @@ $(BUILD)/obj/schema_sql.o: $(BUILD)/schema_sql.c
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS_COMMON) $(CFLAGS) -c $< -o $@
 
-$(BUILD)/libqueen.a: $(LIB_OBJ)
-	@rm -f $@
-	ar rcs $@ $^
-
-# Whole archive: area route tables and optional actors are found through
-# weak references, which never pull members out of an archive by themselves.
-WHOLE = -Wl,--whole-archive $(BUILD)/libqueen.a -Wl,--no-whole-archive
-
-$(BUILD)/queen: $(BUILD)/obj/cmd/queen/main.o $(BUILD)/libqueen.a
-	$(CC) $(CFLAGS_COMMON) $(CFLAGS) -o $@ $< $(WHOLE) $(LDLIBS)
+# Binaries link the objects themselves (no archive): every actor and route
+# area is named explicitly by the code that uses it, so a missing file is a
+# link error.
+$(BUILD)/queen: $(BUILD)/obj/cmd/queen/main.o $(LIB_OBJ)
+	$(CC) $(CFLAGS_COMMON) $(CFLAGS) -o $@ $^ $(LDLIBS)
 
 VERIFY_OBJ := $(patsubst %.c,$(BUILD)/obj/%.o,$(sort $(wildcard cmd/queen-verify/*.c)))
 
-$(BUILD)/queen-verify: $(VERIFY_OBJ) $(BUILD)/libqueen.a
-	$(CC) $(CFLAGS_COMMON) $(CFLAGS) -o $@ $(VERIFY_OBJ) $(WHOLE) $(LDLIBS)
+$(BUILD)/queen-verify: $(VERIFY_OBJ) $(LIB_OBJ)
+	$(CC) $(CFLAGS_COMMON) $(CFLAGS) -o $@ $^ $(LDLIBS)
 
-$(BUILD)/test/%: $(BUILD)/obj/test/unit/%.o $(SUPPORT_OBJ) $(BUILD)/libqueen.a
+$(BUILD)/test/%: $(BUILD)/obj/test/unit/%.o $(SUPPORT_OBJ) $(LIB_OBJ)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS_COMMON) $(CFLAGS) -o $@ $^ $(LDLIBS) -lcmocka
 
@@ -124,7 +120,7 @@ FUZZ_NAMES := $(patsubst test/fuzz/fuzz_%.c,%,$(sort $(wildcard test/fuzz/fuzz_*
 FUZZ_BINS  := $(FUZZ_NAMES:%=build-fuzz/fuzz_%)
 FUZZ_FLAGS := -std=c11 -g -O1 -D_GNU_SOURCE -I. -I/usr/share/include/llhttp \
               -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined
-FUZZ_SRC   := $(WIRE_SRC) kernel/envelope.c
+FUZZ_SRC   := $(BASE_SRC) $(WIRE_SRC) kernel/envelope.c
 
 build-fuzz/llhttp.a: $(wildcard $(LLHTTP)/*.c)
 	@mkdir -p build-fuzz

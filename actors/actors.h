@@ -5,7 +5,7 @@
 
     pg_writer / pg_reader
       QN_MSG_PG_EXEC     [stmt_id, sql|nil, [params...]]
-                         stmt_id from pg_statements.h; 0 runs `sql` (a
+                         stmt_id from actors/pg/statements.h; 0 runs `sql` (a
                          whitelisted call built by the codec, never client
                          text) with text-format parameters.
       QN_MSG_PG_PUSH     [tenant, [[queue, partition, txn|nil, payload(bin),
@@ -34,7 +34,7 @@
       event "spool"      QN_MSG_SPOOL_STATS [pending, failed]
       event "maintenance" QN_MSG_CONFIG [push, pop]
 
-    codec_http <-> jwks (access control, codec_http_auth.c)
+    codec_http <-> jwks (access control, actors/http/auth.c)
       event "jwks"       QN_MSG_JWKS_KEYS [generation, jwks json (bin)]
                          a fetched JWKS with at least one usable key
       QN_MSG_JWKS_REFRESH []                a token named an unknown key

@@ -1,9 +1,9 @@
 /*  kernel/config.c - settings table and environment loading (see config.h)
     The only file that calls getenv.
 */
-#include "config.h"
-#include "log.h"
-#include "wire/buf.h"
+#include "kernel/config.h"
+#include "base/log.h"
+#include "base/buf.h"
 #include "wire/crypto.h"
 #include "wire/jwt.h"
 

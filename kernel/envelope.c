@@ -2,8 +2,8 @@
     Pure: msgpack in, slices out. Every read is bounds-checked by the
     msgpack unpacker; anything unexpected is QN_EPROTO.
 */
-#include "envelope.h"
-#include "errors.h"
+#include "kernel/envelope.h"
+#include "kernel/errors.h"
 #include "wire/mpack_guard.h"
 
 #include <msgpack.h>

@@ -14,7 +14,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "wire/buf.h"
+#include "base/buf.h"
 
 #define QN_ENV_VERSION   1
 #define QN_ENV_MAX_NAME  64

@@ -3,8 +3,8 @@
     state shared between threads is the actor list (spawn/stop happen on
     the supervisor's thread), the counters (mutex) and the stop flag.
 */
-#include "kernel.h"
-#include "kernel/hashmap.h"
+#include "kernel/kernel.h"
+#include "base/hashmap.h"
 
 #include <errno.h>
 #include <pthread.h>
@@ -865,6 +865,7 @@ s_actor_main (void *arg)
 {
     qn_actor_t *a = arg;
     s_current = a;
+    qn_log_thread_name (a->name);
     s_pub_open (a);
     s_deliver_start (a);
     int rc = a->start_rc;

@@ -29,8 +29,8 @@
 #include "kernel/config.h"
 #include "kernel/envelope.h"
 #include "kernel/errors.h"
-#include "kernel/log.h"
-#include "wire/buf.h"
+#include "base/log.h"
+#include "base/buf.h"
 #include "wire/msg_types.h"
 
 typedef struct qn_kernel qn_kernel_t;

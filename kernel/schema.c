@@ -1,8 +1,8 @@
 /*  kernel/schema.c - apply the embedded schema at boot (see schema.h)
     Blocking libpq: runs in main before any actor exists.
 */
-#include "schema.h"
-#include "log.h"
+#include "kernel/schema.h"
+#include "base/log.h"
 
 #include <libpq-fe.h>
 #include <stdbool.h>

@@ -2,8 +2,8 @@
     AES-256-GCM, SHA-256 and HMAC-SHA256 from OpenSSL, hex and base64 from libsodium,
     the envelope read with the strict JSON tokenizer.
 */
-#include "crypto.h"
-#include "json.h"
+#include "wire/crypto.h"
+#include "wire/json.h"
 
 #include <limits.h>
 #include <openssl/crypto.h>

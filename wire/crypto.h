@@ -24,7 +24,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "buf.h"
+#include "base/buf.h"
 
 #define QN_CRYPTO_KEY_LEN   32      //  AES-256
 #define QN_CRYPTO_IV_LEN    16      //  Written; 12 to 16 are read

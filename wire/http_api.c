@@ -15,7 +15,7 @@
     Pure: no sockets, threads or logging. Fails by returning QN_HTTP_ERROR
     with a status and a short text; the error is sticky until _next.
 */
-#include "http_api.h"
+#include "wire/http_api.h"
 
 #include <llhttp.h>
 #include <assert.h>

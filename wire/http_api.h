@@ -21,7 +21,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "wire/buf.h"
+#include "base/buf.h"
 
 #define QN_HTTP_DEFAULT_MAX_BODY_BYTES      (16u * 1024 * 1024)
 #define QN_HTTP_DEFAULT_MAX_HEADER_BYTES    (16u * 1024)

@@ -1,6 +1,6 @@
 /*  wire/ids.c - identifiers and timestamps on the wire (see ids.h) */
-#include "ids.h"
-#include "pg_codec.h"
+#include "wire/ids.h"
+#include "wire/pg_codec.h"
 
 #include <sodium.h>
 #include <stdio.h>

@@ -8,7 +8,7 @@
     Pure: no I/O, no globals besides constant tables. Owns the token array.
     Fails by returning -1 with doc->err set; nothing is left half-parsed.
 */
-#include "json.h"
+#include "wire/json.h"
 
 #include <assert.h>
 #include <errno.h>

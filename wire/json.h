@@ -14,7 +14,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "buf.h"
+#include "base/buf.h"
 
 //  Largest input qn_json_parse accepts; offsets fit in uint32_t.
 #define QN_JSON_MAX_LEN         (64u * 1024u * 1024u)

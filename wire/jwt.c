@@ -8,8 +8,8 @@
     two parsers can read different claims out of one token.
     Pure: no I/O, no globals besides constant tables.
 */
-#include "jwt.h"
-#include "json.h"
+#include "wire/jwt.h"
+#include "wire/json.h"
 
 #include <openssl/core_names.h>
 #include <openssl/crypto.h>

@@ -21,7 +21,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "buf.h"
+#include "base/buf.h"
 
 //  Longest token accepted (bytes); request heads are smaller anyway.
 #define QN_JWT_MAX_LEN      16384

@@ -1,6 +1,6 @@
 /*  wire/mp.c - positional msgpack bodies (see mp.h) */
-#include "mp.h"
-#include "mpack_guard.h"
+#include "wire/mp.h"
+#include "wire/mpack_guard.h"
 
 #include <msgpack.h>
 #include <stdarg.h>

@@ -1,5 +1,5 @@
 /*  wire/mpack_guard.c - bounded msgpack pre-check (see mpack_guard.h) */
-#include "mpack_guard.h"
+#include "wire/mpack_guard.h"
 
 static uint64_t
 s_be (const uint8_t *p, int n)

@@ -1,7 +1,7 @@
 /*  wire/pg_codec.c - PostgreSQL binary send/recv formats (see pg_codec.h)
     Every read is bounds-checked; anything unexpected is an error.
 */
-#include "pg_codec.h"
+#include "wire/pg_codec.h"
 
 #include <stdio.h>
 #include <string.h>

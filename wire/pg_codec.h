@@ -13,7 +13,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "wire/buf.h"
+#include "base/buf.h"
 
 //  PostgreSQL type OIDs used on the wire (pg_type.h is server-only).
 #define QN_OID_BOOL        16

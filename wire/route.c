@@ -1,5 +1,5 @@
 /*  wire/route.c - route pattern matching (see route.h) */
-#include "route.h"
+#include "wire/route.h"
 
 #include <string.h>
 

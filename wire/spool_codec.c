@@ -1,8 +1,8 @@
 /*  wire/spool_codec.c - record framing of the disk spool (see spool_codec.h)
     Pure: no I/O, no logging.
 */
-#include "spool_codec.h"
-#include "mpack_guard.h"
+#include "wire/spool_codec.h"
+#include "wire/mpack_guard.h"
 
 #include <assert.h>
 #include <inttypes.h>

@@ -1,5 +1,5 @@
 /*  wire/spool_codec.h - record framing of the disk spool
-    The spool (actors/spool.c) appends one record per accepted push to
+    The spool (actors/spool/spool.c) appends one record per accepted push to
     segment files; this file is the pure part: CRC32C, the record frame,
     scanning a segment image for its valid prefix, segment file names and
     the checkpoint line. No I/O, no globals.
@@ -24,7 +24,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "buf.h"
+#include "base/buf.h"
 
 #define QN_SPOOL_MAGIC          "QSR1"
 #define QN_SPOOL_HEADER_LEN     12

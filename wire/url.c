@@ -5,8 +5,8 @@
     block's size is known from the target's length before any decoding.
     Pure: no I/O. Fails by returning -1 with the url left empty.
 */
-#include "url.h"
-#include "buf.h"
+#include "wire/url.h"
+#include "base/buf.h"
 
 #include <assert.h>
 #include <limits.h>

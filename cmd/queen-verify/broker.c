@@ -9,7 +9,7 @@
     Failure   vf_broker_new fails when the binary is missing or no port or
               directory can be had; later start failures count as crashes
 */
-#include "verify.h"
+#include "cmd/queen-verify/verify.h"
 
 #include <arpa/inet.h>
 #include <errno.h>

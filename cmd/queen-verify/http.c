@@ -7,7 +7,7 @@
     Failure   transport errors leave status 0 and the curl error text;
               vf_http_outcome says whether a retry makes sense
 */
-#include "verify.h"
+#include "cmd/queen-verify/verify.h"
 
 #include <stdlib.h>
 #include <string.h>

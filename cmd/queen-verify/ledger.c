@@ -5,7 +5,7 @@
     redeliveries, duplicates, and after the run the gaps.
     Owns      nothing beyond the run's track vectors (freed by run.c)
 */
-#include "pipeline.h"
+#include "cmd/queen-verify/pipeline.h"
 
 #include <stdlib.h>
 #include <string.h>

@@ -7,7 +7,7 @@
     was corrupt, no broker crashed, the run finished), 1 when something
     was, 2 for bad flags or when the run could not start or complete.
 */
-#include "verify.h"
+#include "cmd/queen-verify/verify.h"
 
 #include <errno.h>
 #include <signal.h>

@@ -15,7 +15,7 @@
               loop ends when the checker has seen everything produced, at
               the drain timeout, or on a signal
 */
-#include "pipeline.h"
+#include "cmd/queen-verify/pipeline.h"
 
 #include <stdlib.h>
 #include <string.h>

@@ -5,7 +5,7 @@
 #ifndef QN_VERIFY_PIPELINE_H
 #define QN_VERIFY_PIPELINE_H
 
-#include "verify.h"
+#include "cmd/queen-verify/verify.h"
 
 #define VF_LOG_MAX          5       //  Violations described on stderr, per kind
 

@@ -2,7 +2,7 @@
     Pure formatting of a vf_result_t; the exit code rule lives here so the
     summary line and the exit code cannot disagree.
 */
-#include "verify.h"
+#include "cmd/queen-verify/verify.h"
 
 #include <string.h>
 

@@ -7,7 +7,7 @@
     Failure   setup retries transport errors and 5xx until its deadline,
               then prints the reason and fails
 */
-#include "pipeline.h"
+#include "cmd/queen-verify/pipeline.h"
 
 #include <stdarg.h>
 #include <stdlib.h>

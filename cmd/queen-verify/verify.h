@@ -20,7 +20,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
-#include "wire/buf.h"
+#include "base/buf.h"
 #include "wire/ids.h"
 #include "wire/json.h"
 

@@ -247,7 +247,7 @@ test('two brokers booting on one empty database: schema applied once, both serve
 
 test('healthy means serving: requests sent the moment /health says 200 never get 503', async () => {
     //  The health connection may be up before the pool's connections are
-    //  open; requests arriving then wait for them (actors/pg_writer.c).
+    //  open; requests arriving then wait for them (actors/pg/writer.c).
     const db = await createDatabase('healthy');
     for (let round = 0; round < 4; round++) {
         const b = await startBroker({ db, expectHealthy: false });

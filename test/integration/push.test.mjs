@@ -449,7 +449,7 @@ test('push while PostgreSQL is down goes to the spool (or is refused), never los
             //  No spool actor in this build: refused with 503, never accepted.
             assert.equal(res.status, 503, res.raw);
             assert.match(res.body.error, /^File buffer write failed/);
-            t.skip('spool actor not built yet (actors/spool.c missing): checked the 503 refusal only');
+            t.skip('spool actor not built yet (actors/spool/spool.c missing): checked the 503 refusal only');
             return;
         }
         assert.equal(res.status, 201, res.raw);

@@ -1,5 +1,5 @@
 /*  test/unit/test_actor_lease_manager.c - lease_manager and its table
-    The parking table (actors/lease_manager_table.c) is pure, so most
+    The parking table (actors/park/lease_manager_table.c) is pure, so most
     tests drive it directly: ordering, one scout per list, chaining,
     pending kicks, missed commits, partitions and namespaces, due
     instants, cancellation and clean-up. The last test runs the real
@@ -16,7 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "actors/lease_manager_table.h"
+#include "actors/park/lease_manager_table.h"
 #include "kernel/kernel.h"
 
 //  Declared here, not through actors.h: its weak declaration would not

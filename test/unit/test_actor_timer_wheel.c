@@ -20,7 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "actors/pg_statements.h"
+#include "actors/pg/statements.h"
 #include "kernel/kernel.h"
 
 //  Declared here, not through actors.h: its weak declaration would not

@@ -14,7 +14,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "kernel/hashmap.h"
+#include "base/hashmap.h"
 #include "kernel/kernel.h"
 
 // ------------------------------------------------------------------ envelope

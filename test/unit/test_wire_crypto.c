@@ -18,7 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "wire/buf.h"
+#include "base/buf.h"
 #include "wire/crypto.h"
 
 #define KEY_A "feffe9928665731c6d6a8f9467308308feffe9928665731c6d6a8f9467308308"

@@ -15,7 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "wire/buf.h"
+#include "base/buf.h"
 #include "wire/http_api.h"
 
 #define S_MAX_GOT  8

@@ -12,7 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "wire/buf.h"
+#include "base/buf.h"
 #include "wire/url.h"
 
 //  Parses `len` bytes of `target` from an exact-size copy.

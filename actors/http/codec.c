@@ -1,0 +1,831 @@
+/*  actors/http/codec.c - HTTP routing and the JSON API
+    Matches each request against the route tables (literal segments win
+    over parameters), keeps one context per request until its handler
+    answers, and turns answers into serialised HTTP responses for the
+    acceptor. Health, metrics and CORS are answered here; the API areas
+    live in codec_http_<area>.c.
+    Receives  QN_MSG_HTTP_REQUEST, QN_MSG_HTTP_CLOSED, QN_MSG_HTTP_DRAINED,
+              PG_RESULT replies, "db" events
+    Sends     QN_MSG_HTTP_RESPONSE to the acceptor; PG_EXEC / PG_PUSH to
+              pg_writer and pg_reader; "committed" events
+    Owns      the request contexts
+    Failure   a bad request gets a 4xx JSON error; a handler that never
+              answers is caught by the request's own deadline
+*/
+#include "actors/http/codec.h"
+#include "base/hashmap.h"
+#include "wire/http_api.h"
+#include "wire/mp.h"
+#include "wire/route.h"
+
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <unistd.h>
+
+struct qn_codec {
+    qn_kernel_t *kernel;        //  Not owned
+    const qn_config_t *config;  //  Not owned
+    qn_hashmap_t *requests;     //  ctx id -> qn_http_ctx_t *
+    uint64_t next_id;
+    bool db_up;
+    bool draining;
+    bool spool_active;
+    uint64_t spool_seq;         //  Newest spool state seen (event_seq)
+    bool push_maintenance;
+    bool pop_maintenance;
+    int64_t started_wall_us;
+    qn_buf_t out;               //  Reusable response buffer
+    qn_http_auth_t *auth;       //  Owned: access control, created on first use
+};
+
+typedef struct {
+    qn_codec_t *codec;
+    uint64_t ctx_id;
+    qn_codec_result_fn *cb;
+    void *arg;
+} s_call_t;
+
+
+// ------------------------------------------------------------------ contexts
+static void
+s_ctx_free (qn_codec_t *codec, qn_http_ctx_t *ctx)
+{
+    qn_hashmap_remove (codec->requests, ctx->id);
+    if (ctx->state_free && ctx->state)
+        ctx->state_free (ctx->state);
+    qn_url_free (&ctx->url);
+    free (ctx->body);
+    free (ctx->authorization);
+    free (ctx->tenant);
+    free (ctx->subject);
+    free (ctx);
+}
+
+qn_kernel_t *
+qn_codec_kernel (qn_codec_t *codec)
+{
+    return codec->kernel;
+}
+
+const qn_config_t *
+qn_codec_config (qn_codec_t *codec)
+{
+    return codec->config;
+}
+
+qn_http_auth_t *
+qn_codec_auth (qn_codec_t *codec)
+{
+    if (!codec->auth)
+        codec->auth = qn_http_auth_new (codec->kernel, codec->config);
+    return codec->auth;
+}
+
+bool
+qn_codec_db_up (qn_codec_t *codec)
+{
+    return codec->db_up;
+}
+
+qn_http_ctx_t *
+qn_codec_request (qn_codec_t *codec, uint64_t ctx_id)
+{
+    qn_http_ctx_t *ctx = qn_hashmap_get (codec->requests, ctx_id);
+    return ctx && !ctx->cancelled ? ctx : NULL;
+}
+
+bool
+qn_codec_spool_active (qn_codec_t *codec)
+{
+    return codec->spool_active;
+}
+
+bool
+qn_codec_push_maintenance (qn_codec_t *codec)
+{
+    return codec->push_maintenance;
+}
+
+bool
+qn_codec_pop_maintenance (qn_codec_t *codec)
+{
+    return codec->pop_maintenance;
+}
+
+void
+qn_codec_set_maintenance (qn_codec_t *codec, bool push, bool pop)
+{
+    codec->push_maintenance = push;
+    codec->pop_maintenance = pop;
+}
+
+bool
+qn_codec_draining (qn_codec_t *codec)
+{
+    return codec->draining;
+}
+
+const char *
+qn_http_param (qn_http_ctx_t *ctx, int i)
+{
+    return i >= 0 && i < QN_HTTP_MAX_PARAMS ? ctx->params [i] : NULL;
+}
+
+const char *
+qn_http_header (qn_http_ctx_t *ctx, const char *name)
+{
+    if (!strcasecmp (name, "authorization"))
+        return ctx->authorization;
+    return NULL;
+}
+
+// ------------------------------------------------------------------ answering
+void
+qn_http_reply_raw (qn_http_ctx_t *ctx, int status, const char *content_type,
+                   const char *extra_headers, const char *body, size_t len)
+{
+    qn_codec_t *codec = ctx->codec;
+    if (ctx->answered)
+        return;
+    ctx->answered = true;
+    if (!ctx->cancelled) {
+        bool keep = ctx->keep_alive && !codec->draining;
+        qn_buf_t *out = &codec->out;
+        qn_buf_reset (out);
+        qn_http_response (out, status, content_type, extra_headers, body, len, keep);
+        msgpack_sbuffer b;
+        msgpack_sbuffer_init (&b);
+        msgpack_packer pk;
+        msgpack_packer_init (&pk, &b, msgpack_sbuffer_write);
+        msgpack_pack_array (&pk, 3);
+        msgpack_pack_uint64 (&pk, ctx->conn_id);
+        msgpack_pack_uint32 (&pk, ctx->seq);
+        keep ? msgpack_pack_false (&pk) : msgpack_pack_true (&pk);
+        size_t n;
+        qn_frame_t frame;
+        frame.data = qn_buf_detach (out, &n);
+        frame.len = n;
+        qn_msg_t msg = {
+            .to = "acceptor", .type = QN_MSG_HTTP_RESPONSE,
+            .body = b.data, .body_len = b.size, .frames = &frame, .frame_count = 1
+        };
+        int rc = qn_send (codec->kernel, &msg);
+        if (rc) {
+            //  The acceptor is the one reading us; it never fills up while
+            //  it waits for our answers, so this is a shutdown race.
+            free (frame.data);
+            qn_warn ("response dropped: conn=%llu rc=%s", (unsigned long long) ctx->conn_id,
+                     qn_strerror (rc));
+        }
+        msgpack_sbuffer_destroy (&b);
+        char name [32];
+        snprintf (name, sizeof name, "http_responses_%dxx", status / 100);
+        qn_count (codec->kernel, name, 1);
+    }
+    s_ctx_free (codec, ctx);
+}
+
+void
+qn_http_reply_json (qn_http_ctx_t *ctx, int status, const char *json, size_t len)
+{
+    qn_http_reply_raw (ctx, status, "application/json", NULL, json, len);
+}
+
+void
+qn_http_reply_error (qn_http_ctx_t *ctx, int status, const char *msg)
+{
+    qn_buf_t body = QN_BUF_INIT;
+    qn_json_error_body (&body, msg);
+    qn_http_reply_json (ctx, status, body.data, body.len);
+    qn_buf_free (&body);
+}
+
+void
+qn_http_reply_errorf (qn_http_ctx_t *ctx, int status, const char *fmt, ...)
+{
+    char msg [512];
+    va_list ap;
+    va_start (ap, fmt);
+    vsnprintf (msg, sizeof msg, fmt, ap);
+    va_end (ap);
+    qn_http_reply_error (ctx, status, msg);
+}
+
+void
+qn_http_reply_empty (qn_http_ctx_t *ctx, int status)
+{
+    qn_http_reply_raw (ctx, status, NULL, NULL, NULL, 0);
+}
+
+void
+qn_http_reply_pg_error (qn_http_ctx_t *ctx, const qn_pg_result_t *res)
+{
+    const char *s = res->sqlstate;
+    if (res->timed_out) {
+        qn_http_reply_error (ctx, 503, "database did not answer in time");
+        return;
+    }
+    //  Connection, resource and operator classes: the database is the
+    //  problem, the client may retry. Data and integrity classes: the
+    //  request is. Our own SQLSTATEs "QN4xx" carry the HTTP status.
+    int status = 500;
+    if (!strncmp (s, "08", 2) || !strncmp (s, "57", 2) || !strncmp (s, "53", 2))
+        status = 503;
+    else
+    if (!strncmp (s, "22", 2) || !strncmp (s, "23", 2))
+        status = 400;
+    if (!strcmp (s, "23505") || !strncmp (s, "40", 2))
+        status = 409;
+    if (s [0] == 'Q' && s [1] == 'N' && s [2] == '4'
+    &&  s [3] >= '0' && s [3] <= '9' && s [4] >= '0' && s [4] <= '9')
+        status = 400 + (s [3] - '0') * 10 + (s [4] - '0');
+    if (status == 500)
+        qn_warn ("database error: sqlstate=%s message=%s", s, res->message ? res->message : "");
+    qn_http_reply_error (ctx, status, res->message && res->message [0] ? res->message
+                                                                        : "database error");
+}
+
+// ------------------------------------------------------------------ asking
+void
+qn_pg_result_free (qn_pg_result_t *res)
+{
+    free (res->message);
+    free (res->detail);
+    res->message = res->detail = NULL;
+    msgpack_unpacked_destroy (&res->holder);
+}
+
+static char *
+s_strdup_obj (const msgpack_object *o)
+{
+    if (o->type == MSGPACK_OBJECT_STR)
+        return qn_strndup (o->via.str.ptr, o->via.str.size);
+    return qn_strdup ("");
+}
+
+static void
+s_on_call_reply (void *self_, void *arg, const qn_env_t *env)
+{
+    (void) self_;
+    s_call_t *call = arg;
+    qn_codec_t *codec = call->codec;
+    qn_pg_result_t res;
+    memset (&res, 0, sizeof res);
+    msgpack_unpacked_init (&res.holder);
+    if (!env) {
+        res.timed_out = true;
+        snprintf (res.sqlstate, sizeof res.sqlstate, "57014");
+        res.message = qn_strdup ("database did not answer in time");
+        res.detail = qn_strdup ("");
+    }
+    else {
+        const msgpack_object *o = &res.holder.data;
+        if (msgpack_unpack_next (&res.holder, env->body.ptr, env->body.len, NULL) == MSGPACK_UNPACK_SUCCESS
+        &&  o->type == MSGPACK_OBJECT_ARRAY && o->via.array.size == 5
+        &&  o->via.array.ptr [0].type == MSGPACK_OBJECT_BOOLEAN) {
+            const msgpack_object *f = o->via.array.ptr;
+            res.ok = f [0].via.boolean;
+            if (f [1].type == MSGPACK_OBJECT_STR && f [1].via.str.size == 5)
+                memcpy (res.sqlstate, f [1].via.str.ptr, 5);
+            res.message = s_strdup_obj (&f [2]);
+            res.detail = s_strdup_obj (&f [3]);
+            if (f [4].type == MSGPACK_OBJECT_ARRAY) {
+                res.rows = f [4].via.array.ptr;
+                res.row_count = f [4].via.array.size;
+            }
+        }
+        else {
+            snprintf (res.sqlstate, sizeof res.sqlstate, "XX000");
+            res.message = qn_strdup ("malformed database reply");
+            res.detail = qn_strdup ("");
+        }
+    }
+    qn_http_ctx_t *ctx = qn_hashmap_get (codec->requests, call->ctx_id);
+    if (ctx && ctx->cancelled)
+        ctx = NULL;
+    call->cb (codec, ctx, &res, call->arg);
+    //  A cancelled request is freed once its last call came back.
+    qn_http_ctx_t *gone = qn_hashmap_get (codec->requests, call->ctx_id);
+    if (gone && gone->cancelled && !gone->on_cancel)
+        s_ctx_free (codec, gone);
+    qn_pg_result_free (&res);
+    free (call);
+}
+
+int
+qn_codec_call (qn_codec_t *codec, qn_http_ctx_t *ctx, const char *to, uint16_t type,
+               const void *body, size_t len, uint32_t timeout_ms,
+               qn_codec_result_fn *cb, void *arg)
+{
+    s_call_t *call = qn_zalloc (sizeof *call);
+    call->codec = codec;
+    call->ctx_id = ctx->id;
+    call->cb = cb;
+    call->arg = arg;
+    qn_msg_t msg = { .to = to, .type = type, .body = body, .body_len = len };
+    int rc = qn_request (codec->kernel, &msg, timeout_ms, s_on_call_reply, call);
+    if (rc)
+        free (call);
+    return rc;
+}
+
+int
+qn_codec_exec (qn_codec_t *codec, qn_http_ctx_t *ctx, const char *to, uint32_t stmt_id,
+               const char *sql, const char *params, size_t params_len,
+               qn_codec_result_fn *cb, void *arg)
+{
+    msgpack_sbuffer b;
+    msgpack_sbuffer_init (&b);
+    msgpack_packer pk;
+    msgpack_packer_init (&pk, &b, msgpack_sbuffer_write);
+    msgpack_pack_array (&pk, 3);
+    msgpack_pack_uint32 (&pk, stmt_id);
+    if (sql) {
+        msgpack_pack_str (&pk, strlen (sql));
+        msgpack_pack_str_body (&pk, sql, strlen (sql));
+    }
+    else
+        msgpack_pack_nil (&pk);
+    msgpack_sbuffer_write (&b, params, params_len);
+    //  Client-side deadline a little past the server's statement timeout.
+    uint32_t timeout = (uint32_t) codec->config->db_statement_timeout_ms + 2000;
+    int rc = qn_codec_call (codec, ctx, to, QN_MSG_PG_EXEC, b.data, b.size, timeout, cb, arg);
+    msgpack_sbuffer_destroy (&b);
+    return rc;
+}
+
+void
+qn_codec_committed (qn_codec_t *codec, const char *tenant, const char *queue, size_t queue_len)
+{
+    msgpack_sbuffer b;
+    msgpack_sbuffer_init (&b);
+    msgpack_packer pk;
+    msgpack_packer_init (&pk, &b, msgpack_sbuffer_write);
+    msgpack_pack_array (&pk, 2);
+    msgpack_pack_str (&pk, strlen (tenant));
+    msgpack_pack_str_body (&pk, tenant, strlen (tenant));
+    msgpack_pack_str (&pk, queue_len);
+    msgpack_pack_str_body (&pk, queue, queue_len);
+    qn_publish (codec->kernel, "committed", QN_MSG_COMMITTED, b.data, b.size);
+    msgpack_sbuffer_destroy (&b);
+}
+
+int
+qn_http_parse_body (qn_http_ctx_t *ctx, qn_json_doc_t *doc)
+{
+    if (!ctx->body_len) {
+        qn_http_reply_error (ctx, 400, "Empty request body");
+        return -1;
+    }
+    if (qn_json_parse (doc, ctx->body, ctx->body_len, 64)) {
+        qn_http_reply_errorf (ctx, 400, "Invalid JSON: %s", doc->err);
+        return -1;
+    }
+    return 0;
+}
+
+// ------------------------------------------------------------------ core routes
+static void
+s_health (qn_codec_t *codec, qn_http_ctx_t *ctx)
+{
+    qn_buf_t b = QN_BUF_INIT;
+    qn_jw_t w;
+    qn_jw_init (&w, &b);
+    qn_jw_obj (&w);
+    qn_jw_kstr (&w, "status", codec->db_up ? "healthy" : "unhealthy");
+    qn_jw_kstr (&w, "database", codec->db_up ? "connected" : "disconnected");
+    qn_jw_kstr (&w, "server", "Queen (C, actor kernel)");
+    qn_jw_kint (&w, "worker_id", 0);
+    qn_jw_kstr (&w, "version", "0.1.0");
+    qn_jw_key (&w, "shared_state");
+    qn_jw_obj (&w);
+    qn_jw_kbool (&w, "enabled", false);
+    qn_jw_obj_end (&w);
+    qn_jw_key (&w, "queen");
+    qn_jw_obj (&w);
+    qn_jw_kint (&w, "worker_id", 0);
+    qn_jw_kstr (&w, "status", codec->draining ? "draining" : "active");
+    qn_jw_obj_end (&w);
+    qn_jw_obj_end (&w);
+    qn_http_reply_json (ctx, codec->db_up ? 200 : 503, b.data, b.len);
+    qn_buf_free (&b);
+}
+
+static int64_t
+s_rss_bytes (void)
+{
+    long pages = 0, rss = 0;
+    FILE *f = fopen ("/proc/self/statm", "r");
+    if (f) {
+        if (fscanf (f, "%ld %ld", &pages, &rss) != 2)
+            rss = 0;
+        fclose (f);
+    }
+    return (int64_t) rss * sysconf (_SC_PAGESIZE);
+}
+
+static void
+s_metrics (qn_codec_t *codec, qn_http_ctx_t *ctx)
+{
+    qn_kernel_t *k = codec->kernel;
+    struct rusage ru;
+    getrusage (RUSAGE_SELF, &ru);
+    double uptime = (double) (qn_wall_us () - codec->started_wall_us) / 1e6;
+    int64_t requests = qn_counter (k, "http_requests");
+    int64_t messages = qn_counter (k, "messages_pushed");
+    qn_buf_t b = QN_BUF_INIT;
+    qn_jw_t w;
+    qn_jw_init (&w, &b);
+    qn_jw_obj (&w);
+    qn_jw_kdouble (&w, "uptime", uptime);
+    qn_jw_key (&w, "requests");
+    qn_jw_obj (&w);
+    qn_jw_kint (&w, "total", requests);
+    qn_jw_kdouble (&w, "rate", uptime > 0 ? (double) requests / uptime : 0);
+    qn_jw_obj_end (&w);
+    qn_jw_key (&w, "messages");
+    qn_jw_obj (&w);
+    qn_jw_kint (&w, "total", messages);
+    qn_jw_kdouble (&w, "rate", uptime > 0 ? (double) messages / uptime : 0);
+    qn_jw_obj_end (&w);
+    qn_jw_key (&w, "database");
+    qn_jw_obj (&w);
+    qn_jw_kint (&w, "poolSize", codec->config->db_pool_size);
+    qn_jw_kint (&w, "idleConnections", 0);
+    qn_jw_kint (&w, "waitingRequests", qn_counter (k, "pg_writer_queued"));
+    qn_jw_obj_end (&w);
+    qn_jw_key (&w, "memory");
+    qn_jw_obj (&w);
+    qn_jw_kint (&w, "rss", s_rss_bytes ());
+    qn_jw_kint (&w, "heapTotal", 0);
+    qn_jw_kint (&w, "heapUsed", 0);
+    qn_jw_kint (&w, "external", 0);
+    qn_jw_kint (&w, "arrayBuffers", 0);
+    qn_jw_obj_end (&w);
+    qn_jw_key (&w, "cpu");
+    qn_jw_obj (&w);
+    qn_jw_kint (&w, "user", (int64_t) ru.ru_utime.tv_sec * 1000000 + ru.ru_utime.tv_usec);
+    qn_jw_kint (&w, "system", (int64_t) ru.ru_stime.tv_sec * 1000000 + ru.ru_stime.tv_usec);
+    qn_jw_obj_end (&w);
+    qn_jw_obj_end (&w);
+    qn_http_reply_json (ctx, 200, b.data, b.len);
+    qn_buf_free (&b);
+}
+
+static void
+s_prom_counter (void *arg, const char *name, int64_t value)
+{
+    qn_buf_t *b = arg;
+    qn_buf_printf (b, "queen_%s %lld\n", name, (long long) value);
+}
+
+static void
+s_metrics_prometheus (qn_codec_t *codec, qn_http_ctx_t *ctx)
+{
+    struct rusage ru;
+    getrusage (RUSAGE_SELF, &ru);
+    qn_buf_t b = QN_BUF_INIT;
+    qn_buf_printf (&b, "# TYPE queen_uptime_seconds gauge\nqueen_uptime_seconds %.3f\n",
+                   (double) (qn_wall_us () - codec->started_wall_us) / 1e6);
+    qn_buf_printf (&b, "queen_process_resident_memory_bytes %lld\n", (long long) s_rss_bytes ());
+    qn_buf_printf (&b, "queen_cpu_user_microseconds_total %lld\n",
+                   (long long) ru.ru_utime.tv_sec * 1000000 + ru.ru_utime.tv_usec);
+    qn_buf_printf (&b, "queen_cpu_system_microseconds_total %lld\n",
+                   (long long) ru.ru_stime.tv_sec * 1000000 + ru.ru_stime.tv_usec);
+    qn_buf_printf (&b, "queen_db_pool_size %lld\n", (long long) codec->config->db_pool_size);
+    qn_buf_printf (&b, "queen_file_buffer_db_healthy %d\n", codec->db_up ? 1 : 0);
+    qn_counters_each (codec->kernel, s_prom_counter, &b);
+    qn_http_reply_raw (ctx, 200, "text/plain; version=0.0.4; charset=utf-8",
+                       "Cache-Control: no-cache\r\n", b.data, b.len);
+    qn_buf_free (&b);
+}
+
+static void
+s_options (qn_codec_t *codec, qn_http_ctx_t *ctx)
+{
+    (void) codec;
+    qn_http_reply_empty (ctx, 204);
+}
+
+const qn_http_route_t qn_http_routes_core [] = {
+    { "GET", "/health", s_health, QN_AUTH_PUBLIC },
+    { "GET", "/metrics", s_metrics, QN_AUTH_PUBLIC },
+    { "GET", "/metrics/prometheus", s_metrics_prometheus, QN_AUTH_PUBLIC },
+    { NULL, NULL, NULL, 0 }
+};
+
+// ------------------------------------------------------------------ routing
+static const qn_http_route_t *
+s_route (qn_http_ctx_t *ctx, bool *path_known)
+{
+    const qn_http_route_t *tables [] = {
+        qn_http_routes_core, qn_http_routes_push, qn_http_routes_ack, qn_http_routes_txn,
+        qn_http_routes_pop, qn_http_routes_admin, qn_http_routes_system, qn_http_routes_state,
+        qn_http_routes_streams
+    };
+    const qn_http_route_t *best = NULL;
+    int best_literals = -1;
+    const char *params [QN_HTTP_MAX_PARAMS];
+    size_t lens [QN_HTTP_MAX_PARAMS];
+    *path_known = false;
+    for (size_t t = 0; t < sizeof tables / sizeof tables [0]; t++)
+        for (const qn_http_route_t *r = tables [t]; r && r->method; r++) {
+            int lit = qn_route_match (r->pattern, &ctx->url, ctx->params, ctx->param_len);
+            if (lit < 0)
+                continue;
+            *path_known = true;
+            if (strcmp (r->method, ctx->method) || lit <= best_literals)
+                continue;
+            best = r;
+            best_literals = lit;
+            memcpy (params, ctx->params, sizeof params);
+            memcpy (lens, ctx->param_len, sizeof lens);
+        }
+    if (best) {
+        memcpy (ctx->params, params, sizeof params);
+        memcpy (ctx->param_len, lens, sizeof lens);
+    }
+    return best;
+}
+
+static bool
+s_str (const msgpack_object *o)
+{
+    return o->type == MSGPACK_OBJECT_STR;
+}
+
+static int
+s_on_request (void *self_, const qn_env_t *env)
+{
+    qn_codec_t *codec = self_;
+    msgpack_unpacked msg;
+    msgpack_unpacked_init (&msg);
+    int rc = QN_EPROTO;
+    const msgpack_object *o = &msg.data;
+    if (msgpack_unpack_next (&msg, env->body.ptr, env->body.len, NULL) != MSGPACK_UNPACK_SUCCESS
+    ||  o->type != MSGPACK_OBJECT_ARRAY || o->via.array.size != 6) {
+        msgpack_unpacked_destroy (&msg);
+        return rc;
+    }
+    const msgpack_object *f = o->via.array.ptr;
+    if (f [0].type != MSGPACK_OBJECT_POSITIVE_INTEGER || f [1].type != MSGPACK_OBJECT_POSITIVE_INTEGER
+    ||  !s_str (&f [2]) || !s_str (&f [3]) || f [4].type != MSGPACK_OBJECT_BOOLEAN
+    ||  f [5].type != MSGPACK_OBJECT_ARRAY) {
+        msgpack_unpacked_destroy (&msg);
+        return rc;
+    }
+    qn_http_ctx_t *ctx = qn_zalloc (sizeof *ctx);
+    ctx->codec = codec;
+    ctx->id = ++codec->next_id;
+    ctx->conn_id = f [0].via.u64;
+    ctx->seq = (uint32_t) f [1].via.u64;
+    ctx->keep_alive = f [4].via.boolean;
+    ctx->started_ms = env->received_ms;
+    ctx->tenant = qn_strdup ("");
+    snprintf (ctx->method, sizeof ctx->method, "%.*s", (int) f [2].via.str.size, f [2].via.str.ptr);
+    for (uint32_t i = 0; i < f [5].via.array.size; i++) {
+        const msgpack_object *h = &f [5].via.array.ptr [i];
+        if (h->type != MSGPACK_OBJECT_ARRAY || h->via.array.size != 2
+        ||  !s_str (&h->via.array.ptr [0]) || !s_str (&h->via.array.ptr [1]))
+            continue;
+        const msgpack_object *name = &h->via.array.ptr [0], *value = &h->via.array.ptr [1];
+        if (name->via.str.size == 13 && !strncasecmp (name->via.str.ptr, "authorization", 13)) {
+            free (ctx->authorization);
+            ctx->authorization = qn_strndup (value->via.str.ptr, value->via.str.size);
+        }
+    }
+    const char *body = env->frame_count ? env->frames [0].ptr : "";
+    ctx->body_len = env->frame_count ? env->frames [0].len : 0;
+    ctx->body = qn_strndup (body, ctx->body_len);
+    qn_hashmap_put (codec->requests, ctx->id, ctx);
+    rc = 0;
+    if (qn_url_parse (&ctx->url, f [3].via.str.ptr, f [3].via.str.size)) {
+        msgpack_unpacked_destroy (&msg);
+        qn_http_reply_error (ctx, 400, "Malformed request target");
+        return rc;
+    }
+    msgpack_unpacked_destroy (&msg);
+    if (!strcmp (ctx->method, "OPTIONS")) {
+        s_options (codec, ctx);
+        return rc;
+    }
+    bool known;
+    const qn_http_route_t *route = s_route (ctx, &known);
+    if (!route) {
+        if (known)
+            qn_http_reply_error (ctx, 405, "Method not allowed");
+        else
+            qn_http_reply_error (ctx, 404, "Not found");
+        return rc;
+    }
+    if (qn_http_auth (codec, ctx, route->auth))
+        return rc;
+    route->fn (codec, ctx);
+    return rc;
+}
+
+typedef struct {
+    uint64_t conn_id;
+    qn_buf_t parked;            //  ids of contexts waiting elsewhere
+} s_cancel_t;
+
+//  Marks the client's requests cancelled; parked ones are collected.
+static void
+s_cancel_conn (void *arg, uint64_t key, void *value)
+{
+    s_cancel_t *c = arg;
+    qn_http_ctx_t *ctx = value;
+    if (ctx->conn_id != c->conn_id)
+        return;
+    ctx->cancelled = true;
+    if (ctx->on_cancel)
+        qn_buf_append (&c->parked, &key, sizeof key);
+}
+
+static int
+s_on_closed (void *self_, const qn_env_t *env)
+{
+    qn_codec_t *codec = self_;
+    s_cancel_t c = { 0, QN_BUF_INIT };
+    if (qn_mp_scan (env->body.ptr, env->body.len, "u", &c.conn_id))
+        return QN_EPROTO;
+    qn_hashmap_each (codec->requests, s_cancel_conn, &c);
+    for (size_t i = 0; i < c.parked.len / sizeof (uint64_t); i++) {
+        uint64_t id;
+        memcpy (&id, c.parked.data + i * sizeof id, sizeof id);
+        qn_http_ctx_t *ctx = qn_hashmap_get (codec->requests, id);
+        if (ctx) {
+            ctx->on_cancel (ctx);
+            s_ctx_free (codec, ctx);
+        }
+    }
+    qn_buf_free (&c.parked);
+    qn_count (codec->kernel, "http_client_gone", 1);
+    //  Other cancelled contexts are freed when their pending call returns.
+    return 0;
+}
+
+static int
+s_on_drained (void *self_, const qn_env_t *env)
+{
+    (void) env;
+    qn_codec_t *codec = self_;
+    codec->draining = true;
+    qn_publish (codec->kernel, "http.drained", QN_MSG_HTTP_DRAINED, "\x90", 1);
+    return 0;
+}
+
+static int
+s_on_db (void *self_, const qn_env_t *env)
+{
+    qn_codec_t *codec = self_;
+    bool up;
+    if (qn_mp_scan (env->body.ptr, env->body.len, "b", &up))
+        return QN_EPROTO;
+    codec->db_up = up;
+    return 0;
+}
+
+//  "spool" [pending, failed, event_seq]: pushes keep going to the spool while it
+//  holds anything, which keeps per-partition order across an outage.
+static int
+s_on_spool (void *self_, const qn_env_t *env)
+{
+    qn_codec_t *codec = self_;
+    uint64_t pending, failed, seq;
+    if (qn_mp_scan (env->body.ptr, env->body.len, "uuu", &pending, &failed, &seq))
+        return QN_EPROTO;
+    qn_codec_spool_seen (codec, pending, seq, false);
+    return 0;
+}
+
+//  Events and direct answers take two paths (the bus proxy, a reply), so
+//  an event can arrive after an answer that already reflects it: only a
+//  newer event_seq (or an answer) changes the state.
+void
+qn_codec_spool_seen (qn_codec_t *codec, uint64_t pending, uint64_t event_seq, bool answer)
+{
+    if (answer ? event_seq < codec->spool_seq : event_seq <= codec->spool_seq)
+        return;
+    codec->spool_seq = event_seq;
+    codec->spool_active = pending > 0;
+}
+
+//  "maintenance" [push, pop].
+static int
+s_on_maintenance (void *self_, const qn_env_t *env)
+{
+    qn_codec_t *codec = self_;
+    bool push, pop;
+    if (qn_mp_scan (env->body.ptr, env->body.len, "bb", &push, &pop))
+        return QN_EPROTO;
+    codec->push_maintenance = push;
+    codec->pop_maintenance = pop;
+    return 0;
+}
+
+static int
+s_on_pop_message (void *self_, const qn_env_t *env)
+{
+    qn_codec_t *codec = self_;
+    return qn_http_pop_on_message ? qn_http_pop_on_message (codec, env) : 0;
+}
+
+static int
+s_on_jwks (void *self_, const qn_env_t *env)
+{
+    return qn_http_auth_on_jwks (self_, env);
+}
+
+//  The spool's answer to our start-up question (events may have been
+//  published before we subscribed). No answer: the periodic event will do.
+static void
+s_on_spool_stats (void *self_, void *arg, const qn_env_t *env)
+{
+    (void) arg;
+    //  The answer: [pending, failed, db_healthy, buffer_healthy,
+    //  failed_bytes, event_seq]
+    uint64_t pending, failed, failed_bytes, seq;
+    bool db, healthy;
+    if (env && !qn_mp_scan (env->body.ptr, env->body.len, "uubbuu",
+                            &pending, &failed, &db, &healthy, &failed_bytes, &seq))
+        qn_codec_spool_seen (self_, pending, seq, true);
+}
+
+static int
+s_on_start (void *self_, const qn_env_t *env)
+{
+    (void) env;
+    qn_codec_t *codec = self_;
+    qn_subscribe (codec->kernel, "db");
+    qn_subscribe (codec->kernel, "spool");
+    qn_subscribe (codec->kernel, "maintenance");
+    qn_subscribe (codec->kernel, "jwks");
+    if (qn_spool_new) {
+        qn_msg_t ask = { .to = "spool", .type = QN_MSG_SPOOL_STATS, .body = "\x90", .body_len = 1 };
+        qn_request (codec->kernel, &ask, 2000, s_on_spool_stats, NULL);
+    }
+    return 0;
+}
+
+static void
+s_free_ctx (void *arg, uint64_t key, void *value)
+{
+    (void) arg;
+    (void) key;
+    qn_http_ctx_t *ctx = value;
+    if (ctx->state_free && ctx->state)
+        ctx->state_free (ctx->state);
+    qn_url_free (&ctx->url);
+    free (ctx->body);
+    free (ctx->authorization);
+    free (ctx->tenant);
+    free (ctx->subject);
+    free (ctx);
+}
+
+static void
+s_destroy (void **self_p)
+{
+    qn_codec_t *codec = *self_p;
+    qn_hashmap_each (codec->requests, s_free_ctx, NULL);
+    qn_hashmap_destroy (&codec->requests);
+    qn_buf_free (&codec->out);
+    qn_http_auth_destroy (&codec->auth);
+    free (codec);
+    *self_p = NULL;
+}
+
+static const qn_route_t s_routes [] = {
+    { QN_MSG_START, s_on_start },
+    { QN_MSG_HTTP_REQUEST, s_on_request },
+    { QN_MSG_HTTP_CLOSED, s_on_closed },
+    { QN_MSG_HTTP_DRAINED, s_on_drained },
+    { QN_MSG_DB_HEALTH, s_on_db },
+    { QN_MSG_SPOOL_STATS, s_on_spool },
+    { QN_MSG_CONFIG, s_on_maintenance },
+    { QN_MSG_POP_RETRY, s_on_pop_message },
+    { QN_MSG_POP_EXPIRED, s_on_pop_message },
+    { QN_MSG_JWKS_KEYS, s_on_jwks },
+    { 0, NULL }
+};
+
+qn_actor_t *
+qn_codec_http_new (qn_kernel_t *kernel, const qn_config_t *config)
+{
+    qn_codec_t *codec = qn_zalloc (sizeof *codec);
+    codec->kernel = kernel;
+    codec->config = config;
+    codec->requests = qn_hashmap_new ();
+    codec->db_up = true;            //  main connected and applied the schema
+    //  Until the spool reports, assume it holds something: a push must not
+    //  overtake items spooled before a restart.
+    codec->spool_active = qn_spool_new != NULL;
+    codec->started_wall_us = qn_wall_us ();
+    qn_actor_def_t def = {
+        .name = "codec_http", .routes = s_routes, .self = codec, .destroy = s_destroy
+    };
+    return qn_actor_spawn (kernel, &def);
+}

@@ -1,0 +1,175 @@
+/*  actors/http/codec.h - what the codec_http route files share
+    codec_http.c owns the actor: it receives requests from the acceptor,
+    matches the route table, and keeps one qn_http_ctx_t per request until
+    its handler answers. Route handlers live in codec_http_<area>.c files
+    and use only this header: they parse the request, ask pg_writer (or
+    another actor) through qn_codec_call, and answer with qn_http_reply_*
+    exactly once.
+*/
+#ifndef QN_ACTORS_CODEC_HTTP_H
+#define QN_ACTORS_CODEC_HTTP_H
+
+#include <msgpack.h>
+
+#include "actors/actors.h"
+#include "wire/json.h"
+#include "wire/url.h"
+
+typedef struct qn_codec qn_codec_t;
+typedef struct qn_http_ctx qn_http_ctx_t;
+
+typedef enum {
+    QN_AUTH_PUBLIC = 0,
+    QN_AUTH_READ_ONLY = 1,
+    QN_AUTH_READ_WRITE = 2,
+    QN_AUTH_ADMIN = 3
+} qn_auth_level_t;
+
+#define QN_HTTP_MAX_PARAMS 6     //  = QN_ROUTE_MAX_PARAMS
+
+struct qn_http_ctx {
+    qn_codec_t *codec;          //  Not owned
+    uint64_t id;                //  Key in the codec's request table
+    uint64_t conn_id;
+    uint32_t seq;
+    bool keep_alive;
+    bool cancelled;             //  Client went away: answering is a no-op
+    bool answered;
+    char method [16];
+    qn_url_t url;               //  Owned
+    char *body;                 //  Owned request body (NUL-terminated)
+    size_t body_len;
+    char *authorization;        //  Owned, or NULL
+    char *tenant;               //  Owned; "" until multi-tenancy
+    char *subject;              //  Owned: verified JWT `sub` (producer identity), or NULL
+    const char *params [QN_HTTP_MAX_PARAMS];    //  Path parameters (decoded)
+    size_t param_len [QN_HTTP_MAX_PARAMS];
+    int64_t started_ms;         //  Monotonic arrival time
+    void *state;                //  Handler's own, freed with state_free
+    void (*state_free) (void *state);
+    uint64_t parked_id;         //  Non-zero while parked in lease_manager
+    //  Called (once) when the client goes away while the request waits
+    //  elsewhere (e.g. parked); the codec frees ctx right after.
+    void (*on_cancel) (qn_http_ctx_t *ctx);
+};
+
+//  A decoded QN_MSG_PG_RESULT (see actors.h). Strings are NUL-terminated
+//  copies; rows point into `holder`.
+typedef struct {
+    bool ok;
+    char sqlstate [6];
+    char *message;              //  Owned
+    char *detail;               //  Owned
+    const msgpack_object *rows; //  Array of arrays, or NULL
+    uint32_t row_count;
+    bool timed_out;             //  No reply within the deadline
+    msgpack_unpacked holder;
+} qn_pg_result_t;
+
+//  Called with the result; ctx is NULL if the request is gone (cancelled
+//  client or shutdown) — the handler then only frees what `arg` owns.
+typedef void (qn_codec_result_fn) (qn_codec_t *codec, qn_http_ctx_t *ctx,
+                                   qn_pg_result_t *res, void *arg);
+typedef void (qn_route_fn) (qn_codec_t *codec, qn_http_ctx_t *ctx);
+
+typedef struct {
+    const char *method;         //  "GET", "POST", ...
+    const char *pattern;        //  "/api/v1/pop/queue/:queue"; params in order
+    qn_route_fn *fn;
+    qn_auth_level_t auth;
+} qn_http_route_t;
+
+// ------------------------------------------------------------------ answering
+//  Sends a JSON body with `status` (Content-Type application/json).
+void qn_http_reply_json (qn_http_ctx_t *ctx, int status, const char *json, size_t len);
+//  {"error": msg} with status.
+void qn_http_reply_error (qn_http_ctx_t *ctx, int status, const char *msg);
+void qn_http_reply_errorf (qn_http_ctx_t *ctx, int status, const char *fmt, ...)
+    __attribute__ ((format (printf, 3, 4)));
+//  No body (204).
+void qn_http_reply_empty (qn_http_ctx_t *ctx, int status);
+//  Any content type and extra header lines ("Name: v\r\n").
+void qn_http_reply_raw (qn_http_ctx_t *ctx, int status, const char *content_type,
+                        const char *extra_headers, const char *body, size_t len);
+//  Maps a failed database result to an HTTP answer: 22xxx/23xxx/custom
+//  client classes -> 4xx with the message, 08xxx/57xxx/53xxx -> 503,
+//  timeouts -> 503, others -> 500.
+void qn_http_reply_pg_error (qn_http_ctx_t *ctx, const qn_pg_result_t *res);
+
+// ------------------------------------------------------------------ asking
+//  Sends `type` with `body` to actor `to` and calls cb with its PG_RESULT
+//  reply (or a timed-out result). Returns 0, or an error after which cb is
+//  NOT called (the caller answers 503).
+int qn_codec_call (qn_codec_t *codec, qn_http_ctx_t *ctx, const char *to, uint16_t type,
+                   const void *body, size_t len, uint32_t timeout_ms,
+                   qn_codec_result_fn *cb, void *arg);
+//  Convenience: QN_MSG_PG_EXEC of a catalogue statement with params
+//  packed by the caller (`params` is a msgpack array).
+int qn_codec_exec (qn_codec_t *codec, qn_http_ctx_t *ctx, const char *to, uint32_t stmt_id,
+                   const char *sql, const char *params, size_t params_len,
+                   qn_codec_result_fn *cb, void *arg);
+//  Publishes a "committed" event for (tenant, queue) so parked pops wake.
+void qn_codec_committed (qn_codec_t *codec, const char *tenant, const char *queue, size_t queue_len);
+
+// ------------------------------------------------------------------ request helpers
+qn_kernel_t *qn_codec_kernel (qn_codec_t *codec);
+const qn_config_t *qn_codec_config (qn_codec_t *codec);
+bool qn_codec_db_up (qn_codec_t *codec);
+//  Parses the body as JSON into doc (max depth 64). On failure answers
+//  400 per the contract ("Empty request body", "Invalid JSON: ...") and
+//  returns -1.
+int qn_http_parse_body (qn_http_ctx_t *ctx, qn_json_doc_t *doc);
+//  The path parameter at index i as a NUL-terminated string.
+const char *qn_http_param (qn_http_ctx_t *ctx, int i);
+//  A request header (case-insensitive), or NULL. Only Authorization and
+//  the proxy's tenant header are kept.
+const char *qn_http_header (qn_http_ctx_t *ctx, const char *name);
+//  Frees a result's owned parts.
+void qn_pg_result_free (qn_pg_result_t *res);
+
+//  The request with this id, or NULL (answered, or client gone).
+qn_http_ctx_t *qn_codec_request (qn_codec_t *codec, uint64_t ctx_id);
+//  Push path state, kept current from bus events: the spool holds items
+//  not yet replayed ("spool" events, QN_MSG_SPOOL_STATS [pending, failed,
+//  event_seq]); maintenance modes ("maintenance" events [push, pop]).
+bool qn_codec_spool_active (qn_codec_t *codec);
+//  An event, or a direct answer of the spool (answer: pending, and the
+//  event_seq it had published by then), updates that state; an event that
+//  arrives after an answer which already covers it is ignored.
+void qn_codec_spool_seen (qn_codec_t *codec, uint64_t pending, uint64_t event_seq, bool answer);
+bool qn_codec_push_maintenance (qn_codec_t *codec);
+bool qn_codec_pop_maintenance (qn_codec_t *codec);
+bool qn_codec_draining (qn_codec_t *codec);
+//  Sets the maintenance modes (the system routes, after persisting them).
+void qn_codec_set_maintenance (qn_codec_t *codec, bool push, bool pop);
+
+// ------------------------------------------------------------------ access control
+//  actors/http/auth.c (spec §1.8). The state (keys, policy, skip paths)
+//  belongs to the codec, created on first use through qn_codec_auth.
+typedef struct qn_http_auth qn_http_auth_t;
+qn_http_auth_t *qn_codec_auth (qn_codec_t *codec);
+qn_http_auth_t *qn_http_auth_new (qn_kernel_t *kernel, const qn_config_t *config);
+void qn_http_auth_destroy (qn_http_auth_t **self_p);
+//  Runs before the route handler: returns 0 to go on (with ctx->subject
+//  set when a token was verified), or 1 after answering 401 or 403.
+int qn_http_auth (qn_codec_t *codec, qn_http_ctx_t *ctx, qn_auth_level_t level);
+//  "jwks" event (QN_MSG_JWKS_KEYS): takes the new JWKS key set.
+int qn_http_auth_on_jwks (qn_codec_t *codec, const qn_env_t *env);
+
+//  Route tables of the codec_http_<area>.c files, NULL-method terminated.
+//  Each area file defines its table; a table not linked in is skipped.
+extern const qn_http_route_t qn_http_routes_core [];
+extern const qn_http_route_t qn_http_routes_push [] __attribute__ ((weak));    //  configure, push, lease
+extern const qn_http_route_t qn_http_routes_ack [] __attribute__ ((weak));     //  ack, ack/batch
+extern const qn_http_route_t qn_http_routes_txn [] __attribute__ ((weak));     //  transaction
+extern const qn_http_route_t qn_http_routes_pop [] __attribute__ ((weak));     //  pop routes
+extern const qn_http_route_t qn_http_routes_admin [] __attribute__ ((weak));   //  resources, messages, dlq, groups, status
+extern const qn_http_route_t qn_http_routes_system [] __attribute__ ((weak));  //  maintenance, buffers
+extern const qn_http_route_t qn_http_routes_state [] __attribute__ ((weak));   //  kv, timers
+extern const qn_http_route_t qn_http_routes_streams [] __attribute__ ((weak)); //  /streams/v1/*
+
+//  Actor messages for the pop area (actors/http/pop.c), dispatched by the
+//  codec: QN_MSG_POP_RETRY and QN_MSG_POP_EXPIRED from lease_manager.
+int qn_http_pop_on_message (qn_codec_t *codec, const qn_env_t *env) __attribute__ ((weak));
+
+#endif

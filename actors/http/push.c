@@ -1,0 +1,440 @@
+/*  actors/http/push.c - configure, push and lease extension
+    POST /api/v1/configure, /api/v1/push and /api/v1/lease/:leaseId/extend
+    (contract §3.5, §3.6, §3.13). A handler validates the whole request
+    first (400 naming the field; nothing is written), seals the payloads
+    of encrypted queues (actors/http/write.c), then makes one call: PG_PUSH
+    for a push (pg_writer merges concurrent pushes into one round trip),
+    PG_EXEC of queen.push for a push with delayed items (delayMs /
+    deliverAt: the merged statement has no not-before array), PG_EXEC of a
+    catalogue statement for the others, or SPOOL_APPEND to the spool actor
+    when a push cannot reach PostgreSQL.
+    Receives  the requests of its routes (from codec_http) and the replies
+              of its calls
+    Sends     QN_MSG_PG_PUSH / QN_MSG_PG_EXEC to pg_writer,
+              QN_MSG_SPOOL_APPEND to spool, "committed" events
+    Owns      one call state per request (the parsed body's tokens, which
+              point into the request body), freed by the call's callback
+    Failure   bad input gets a 400; database errors are mapped by SQLSTATE;
+              a push that neither PostgreSQL nor the spool took gets a 503:
+              a push is never acknowledged and then lost
+*/
+#include "actors/http/write.h"
+#include "actors/pg/statements.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define S_SPOOL_WAIT_MS 15000   //  The spool answers after fsync
+
+// ------------------------------------------------------------------ configure
+static void
+s_on_configured (qn_codec_t *codec, qn_http_ctx_t *ctx, qn_pg_result_t *res, void *arg)
+{
+    (void) codec;
+    qn_hw_call_t *c = arg;
+    int64_t qid, pid;
+    const char *opts;
+    size_t opts_len;
+    if (!ctx)
+        ;
+    else
+    if (!res->ok)
+        qn_http_reply_pg_error (ctx, res);
+    else
+    if (!qn_hw_col_int (res, 0, 0, &qid) || !qn_hw_col_int (res, 0, 1, &pid)
+    ||  !qn_hw_col_str (res, 0, 2, &opts, &opts_len))
+        qn_http_reply_error (ctx, 500, "configure returned no row");
+    else {
+        qn_buf_t b = QN_BUF_INIT;
+        qn_jw_t w;
+        qn_jw_init (&w, &b);
+        qn_jw_obj (&w);
+        qn_jw_kbool (&w, "configured", true);
+        qn_hw_jw_id (&w, "queueId", QN_ID_QUEUE, qid);
+        qn_hw_jw_id (&w, "partitionId", QN_ID_PARTITION, pid);
+        qn_jw_kstr (&w, "queue", c->queue);
+        qn_jw_kstr (&w, "namespace", c->ns);
+        qn_jw_kstr (&w, "task", c->task);
+        qn_jw_kraw (&w, "options", opts, opts_len);
+        qn_jw_obj_end (&w);
+        qn_hw_configured_encryption (codec, ctx, c->queue, opts, opts_len);
+        qn_hw_reply_buf (ctx, 200, &b);     //  Frees ctx
+    }
+    qn_hw_call_free (c);
+}
+
+//  namespace / task: a string (checked), anything else is "".
+static int
+s_configure_label (qn_http_ctx_t *ctx, const qn_json_doc_t *doc, const char *key,
+                   qn_buf_t *scratch, char **out)
+{
+    int tok = qn_json_get (doc, 0, key);
+    if (!qn_hw_is_str (doc, tok)) {
+        *out = qn_strdup ("");
+        return 0;
+    }
+    const char *why = qn_hw_text_problem (doc, tok, scratch, QN_HW_MAX_NAME);
+    if (why) {
+        qn_http_reply_errorf (ctx, 400, "%s %s", key, why);
+        return -1;
+    }
+    const char *p;
+    size_t len;
+    qn_hw_text (doc, tok, scratch, &p, &len);
+    *out = qn_strndup (p, len);
+    return 0;
+}
+
+static void
+s_configure (qn_codec_t *codec, qn_http_ctx_t *ctx)
+{
+    qn_hw_call_t *c = qn_hw_call_new (ctx);
+    qn_json_doc_t *doc = &c->doc;
+    qn_buf_t scratch = QN_BUF_INIT;
+    const char *p, *why;
+    size_t len;
+    if (qn_http_parse_body (ctx, doc))
+        goto done;
+    int queue = qn_json_get (doc, 0, "queue");
+    if (!qn_hw_is_str (doc, queue)) {
+        qn_http_reply_error (ctx, 400, "queue is required");
+        goto done;
+    }
+    if ((why = qn_hw_text_problem (doc, queue, &scratch, QN_HW_MAX_NAME))) {
+        qn_http_reply_errorf (ctx, 400, "queue %s", why);
+        goto done;
+    }
+    qn_hw_text (doc, queue, &scratch, &p, &len);
+    c->queue = qn_strndup (p, len);
+    if (s_configure_label (ctx, doc, "namespace", &scratch, &c->ns)
+    ||  s_configure_label (ctx, doc, "task", &scratch, &c->task))
+        goto done;
+    int options = qn_json_get (doc, 0, "options");
+    const char *opts = "{}";
+    size_t opts_len = 2;
+    if (qn_json_type (doc, options) == QN_JSON_OBJECT)
+        opts = qn_json_raw (doc, options, &opts_len);
+
+    msgpack_sbuffer sb;
+    msgpack_sbuffer_init (&sb);
+    msgpack_packer pk;
+    msgpack_packer_init (&pk, &sb, msgpack_sbuffer_write);
+    msgpack_pack_array (&pk, 5);
+    qn_hw_pack_cstr (&pk, ctx->tenant);
+    qn_hw_pack_cstr (&pk, c->queue);
+    qn_hw_pack_cstr (&pk, c->ns);
+    qn_hw_pack_cstr (&pk, c->task);
+    qn_hw_pack_strn (&pk, opts, opts_len);
+    int rc = qn_codec_exec (codec, ctx, "pg_writer", QN_SQL_CONFIGURE, NULL, sb.data, sb.size,
+                            s_on_configured, c);
+    msgpack_sbuffer_destroy (&sb);
+    if (rc == 0)
+        c = NULL;
+    else
+        qn_http_reply_errorf (ctx, 503, "database unavailable: %s", qn_strerror (rc));
+done:
+    qn_buf_free (&scratch);
+    qn_hw_call_free (c);
+}
+
+// ------------------------------------------------------------------ push
+//  Answers a spooled push: §3.6's maintenance-mode shape, one result per item.
+static void
+s_on_spooled (qn_codec_t *codec, qn_http_ctx_t *ctx, qn_pg_result_t *res, void *arg)
+{
+    qn_hw_call_t *c = arg;
+    if (!ctx)
+        ;
+    else
+    if (!res->ok)
+        qn_http_reply_errorf (ctx, 503, "File buffer write failed: %s",
+                              res->timed_out ? "the spool did not answer in time"
+                              : res->message && res->message [0] ? res->message : "unknown error");
+    else {
+        qn_buf_t b = QN_BUF_INIT;
+        qn_jw_t w;
+        qn_jw_init (&w, &b);
+        qn_jw_arr (&w);
+        for (uint32_t i = 0; i < c->count; i++) {
+            const qn_hw_item_t *it = &c->items [i];
+            qn_jw_obj (&w);
+            qn_jw_kint (&w, "index", i);
+            qn_jw_kstr (&w, "status", "buffered");
+            qn_hw_jw_tok (&w, "queue", &c->doc, it->queue, NULL);
+            qn_hw_jw_tok (&w, "partition", &c->doc, it->partition, "Default");
+            qn_hw_jw_tok (&w, "transactionId", &c->doc, it->txn, c->minted [i]);
+            qn_jw_obj_end (&w);
+        }
+        qn_jw_arr_end (&w);
+        qn_count (qn_codec_kernel (codec), "messages_buffered", c->count);
+        qn_hw_reply_buf (ctx, 201, &b);
+    }
+    qn_hw_call_free (c);
+}
+
+//  Sends the push to the spool, every item with a transaction id (minted
+//  when the client gave none, so a replay deduplicates). Takes c.
+static void
+s_spool (qn_codec_t *codec, qn_http_ctx_t *ctx, qn_hw_call_t *c)
+{
+    if (!qn_spool_new) {
+        //  Not linked into this binary: say so at once rather than time out.
+        qn_http_reply_error (ctx, 503, "File buffer write failed: no spool in this build");
+        qn_hw_call_free (c);
+        return;
+    }
+    qn_buf_t scratch = QN_BUF_INIT;
+    c->minted = qn_zalloc (c->count * sizeof *c->minted);
+    msgpack_sbuffer sb;
+    msgpack_sbuffer_init (&sb);
+    msgpack_packer pk;
+    msgpack_packer_init (&pk, &sb, msgpack_sbuffer_write);
+    msgpack_pack_array (&pk, 2);
+    qn_hw_pack_cstr (&pk, ctx->tenant);
+    msgpack_pack_array (&pk, c->count);
+    for (uint32_t i = 0; i < c->count; i++) {
+        if (c->items [i].txn < 0)
+            qn_uuid_v7 (c->minted [i]);
+        qn_hw_pack_item (&pk, &c->doc, &c->items [i], c->minted [i],
+                         c->sealed ? &c->sealed [i] : NULL, c->producer, &scratch);
+    }
+    qn_buf_free (&scratch);
+    int rc = qn_codec_call (codec, ctx, "spool", QN_MSG_SPOOL_APPEND, sb.data, sb.size,
+                            S_SPOOL_WAIT_MS, s_on_spooled, c);
+    msgpack_sbuffer_destroy (&sb);
+    if (rc) {
+        qn_http_reply_errorf (ctx, 503, "File buffer write failed: spool %s",
+                              rc == QN_ENOENT ? "not available" : qn_strerror (rc));
+        qn_hw_call_free (c);
+    }
+}
+
+//  One result per item (§3.6), committed events, and the count.
+static void
+s_push_answer (qn_codec_t *codec, qn_http_ctx_t *ctx, qn_hw_call_t *c, qn_pg_result_t *res)
+{
+    if (res->row_count != c->count) {
+        qn_warn ("push result mismatch: items=%u rows=%u", c->count, res->row_count);
+        qn_http_reply_error (ctx, 500, "push returned an unexpected result");
+        return;
+    }
+    qn_buf_t b = QN_BUF_INIT, scratch = QN_BUF_INIT;
+    qn_hashmap_t *seen = qn_hashmap_new ();
+    qn_jw_t w;
+    qn_jw_init (&w, &b);
+    qn_jw_arr (&w);
+    int64_t queued = 0;
+    for (uint32_t i = 0; i < c->count; i++) {
+        const qn_hw_item_t *it = &c->items [i];
+        int64_t ord = 0, seq = 0, pid = 0;
+        qn_hw_col_int (res, i, 0, &ord);
+        qn_hw_col_int (res, i, 1, &seq);
+        qn_hw_col_int (res, i, 2, &pid);
+        bool dup = qn_hw_col_bool (res, i, 4) == 1;
+        if (ord != (int64_t) i + 1)
+            qn_warn ("push result out of order: item=%u ord=%lld", i, (long long) ord);
+        char mid [QN_ID_STR_LEN + 1];
+        qn_id_format (QN_ID_MESSAGE, seq, mid);
+        qn_jw_obj (&w);
+        qn_jw_kint (&w, "index", i);
+        qn_hw_jw_tok (&w, "transaction_id", &c->doc, it->txn, mid);
+        qn_jw_kstr (&w, "status", dup ? "duplicate" : "queued");
+        qn_jw_kstr (&w, "message_id", mid);
+        if (!dup) {
+            qn_hw_jw_id (&w, "partition_id", QN_ID_PARTITION, pid);
+            qn_hw_jw_trace (&w, "trace_id", &c->doc, it->trace, &scratch);
+            queued++;
+        }
+        qn_hw_jw_tok (&w, "queueName", &c->doc, it->queue, NULL);
+        qn_jw_obj_end (&w);
+        const char *q;
+        size_t qlen;
+        if (!dup && qn_hw_text (&c->doc, it->queue, &scratch, &q, &qlen) >= 0)
+            qn_hw_committed_once (codec, seen, ctx->tenant, q, qlen);
+    }
+    qn_jw_arr_end (&w);
+    qn_hashmap_destroy (&seen);
+    qn_buf_free (&scratch);
+    qn_count (qn_codec_kernel (codec), "messages_pushed", queued);
+    qn_hw_reply_buf (ctx, 201, &b);
+}
+
+static void
+s_on_pushed (qn_codec_t *codec, qn_http_ctx_t *ctx, qn_pg_result_t *res, void *arg)
+{
+    qn_hw_call_t *c = arg;
+    if (ctx && !res->ok && qn_hw_db_unavailable (res)) {
+        qn_info ("push goes to the spool: sqlstate=%s reason=%s", res->sqlstate,
+                 res->message ? res->message : "");
+        s_spool (codec, ctx, c);
+        return;
+    }
+    if (ctx && !res->ok)
+        qn_http_reply_pg_error (ctx, res);
+    else
+    if (ctx)
+        s_push_answer (codec, ctx, c, res);
+    qn_hw_call_free (c);
+}
+
+//  Sends a validated (and sealed) push to the spool or to pg_writer.
+//  Takes c.
+static void
+s_push_send (qn_codec_t *codec, qn_http_ctx_t *ctx, qn_hw_call_t *c)
+{
+    if (qn_codec_push_maintenance (codec) || qn_codec_spool_active (codec) || !qn_codec_db_up (codec)) {
+        s_spool (codec, ctx, c);
+        return;
+    }
+    qn_buf_t scratch = QN_BUF_INIT;
+    msgpack_sbuffer sb;
+    msgpack_sbuffer_init (&sb);
+    msgpack_packer pk;
+    msgpack_packer_init (&pk, &sb, msgpack_sbuffer_write);
+    msgpack_pack_array (&pk, 2);
+    qn_hw_pack_cstr (&pk, ctx->tenant);
+    msgpack_pack_array (&pk, c->count);
+    for (uint32_t i = 0; i < c->count; i++)
+        qn_hw_pack_item (&pk, &c->doc, &c->items [i], NULL, c->sealed ? &c->sealed [i] : NULL,
+                         c->producer, &scratch);
+    qn_buf_free (&scratch);
+    uint32_t timeout = (uint32_t) qn_codec_config (codec)->db_statement_timeout_ms + 2000;
+    int rc = qn_codec_call (codec, ctx, "pg_writer", QN_MSG_PG_PUSH, sb.data, sb.size, timeout,
+                            s_on_pushed, c);
+    msgpack_sbuffer_destroy (&sb);
+    if (rc) {
+        qn_http_reply_errorf (ctx, 503, "database unavailable: %s", qn_strerror (rc));
+        qn_hw_call_free (c);
+    }
+}
+
+static void
+s_push (qn_codec_t *codec, qn_http_ctx_t *ctx)
+{
+    qn_hw_call_t *c = qn_hw_call_new (ctx);
+    qn_json_doc_t *doc = &c->doc;
+    qn_buf_t scratch = QN_BUF_INIT;
+    char err [256];
+    if (qn_http_parse_body (ctx, doc))
+        goto done;
+    int items;
+    int64_t n = qn_hw_body_array (ctx, doc, "items", &items);
+    if (n < 0)
+        goto done;
+    if (n == 0) {
+        qn_http_reply_json (ctx, 201, "[]", 2);
+        goto done;
+    }
+    c->items = qn_malloc ((size_t) n * sizeof *c->items);
+    int64_t now_us = qn_wall_us ();
+    for (int t = qn_json_first (doc, items); t >= 0; t = qn_json_next_sibling (doc, items, t)) {
+        char label [32];
+        snprintf (label, sizeof label, "items[%u]", c->count);
+        if (qn_hw_item_check (doc, t, label, now_us, &c->items [c->count], &scratch, err, sizeof err)) {
+            qn_http_reply_error (ctx, 400, err);
+            goto done;
+        }
+        c->count++;
+    }
+    //  Encrypted queues' payloads are sealed first (§2.10), then sent.
+    qn_hw_seal_then (codec, ctx, c, s_push_send);
+    c = NULL;
+done:
+    qn_buf_free (&scratch);
+    qn_hw_call_free (c);
+}
+
+// ------------------------------------------------------------------ lease extension
+static void
+s_on_extended (qn_codec_t *codec, qn_http_ctx_t *ctx, qn_pg_result_t *res, void *arg)
+{
+    (void) codec;
+    qn_hw_call_t *c = arg;
+    const char *status;
+    size_t slen;
+    if (!ctx)
+        ;
+    else
+    if (!res->ok)
+        qn_http_reply_pg_error (ctx, res);
+    else
+    if (!qn_hw_col_str (res, 0, 0, &status, &slen))
+        qn_http_reply_error (ctx, 500, "renew returned no row");
+    else {
+        bool ok = slen == 2 && !memcmp (status, "ok", 2);
+        int64_t expires = 0;
+        qn_buf_t b = QN_BUF_INIT;
+        qn_jw_t w;
+        qn_jw_init (&w, &b);
+        qn_jw_arr (&w);
+        qn_jw_obj (&w);
+        qn_jw_kint (&w, "index", 0);
+        qn_jw_kstr (&w, "leaseId", c->lease);
+        qn_jw_kbool (&w, "success", ok);
+        qn_jw_key (&w, "error");
+        if (ok)
+            qn_jw_null (&w);
+        else
+            qn_jw_strn (&w, status, slen);
+        if (ok && qn_hw_col_int (res, 0, 1, &expires)) {
+            char ts [32];
+            qn_ts_ms (expires, ts);
+            qn_jw_kstr (&w, "expiresAt", ts);
+        }
+        else
+            qn_jw_knull (&w, "expiresAt");
+        qn_jw_obj_end (&w);
+        qn_jw_arr_end (&w);
+        qn_hw_reply_buf (ctx, 200, &b);
+    }
+    qn_hw_call_free (c);
+}
+
+static void
+s_extend (qn_codec_t *codec, qn_http_ctx_t *ctx)
+{
+    qn_hw_call_t *c = qn_hw_call_new (ctx);
+    const char *lease = qn_http_param (ctx, 0);
+    uint8_t u [16];
+    if (!lease || qn_uuid_parse (lease, strlen (lease), u)) {
+        qn_http_reply_error (ctx, 400, "leaseId must be a valid UUID");
+        goto done;
+    }
+    qn_uuid_format (u, c->lease);
+    if (qn_http_parse_body (ctx, &c->doc))
+        goto done;
+    if (qn_json_type (&c->doc, 0) != QN_JSON_OBJECT) {
+        qn_http_reply_error (ctx, 400, "Request body must be a JSON object");
+        goto done;
+    }
+    int64_t seconds = 60;
+    int tok = qn_hw_field (&c->doc, 0, "seconds");
+    if (tok >= 0 && (qn_json_int (&c->doc, tok, &seconds) || seconds < 1 || seconds > 86400)) {
+        qn_http_reply_error (ctx, 400, "seconds must be an integer between 1 and 86400");
+        goto done;
+    }
+    msgpack_sbuffer sb;
+    msgpack_sbuffer_init (&sb);
+    msgpack_packer pk;
+    msgpack_packer_init (&pk, &sb, msgpack_sbuffer_write);
+    msgpack_pack_array (&pk, 2);
+    qn_hw_pack_cstr (&pk, c->lease);
+    msgpack_pack_int64 (&pk, seconds);
+    int rc = qn_codec_exec (codec, ctx, "pg_writer", QN_SQL_RENEW, NULL, sb.data, sb.size,
+                            s_on_extended, c);
+    msgpack_sbuffer_destroy (&sb);
+    if (rc == 0)
+        c = NULL;
+    else
+        qn_http_reply_errorf (ctx, 503, "database unavailable: %s", qn_strerror (rc));
+done:
+    qn_hw_call_free (c);
+}
+
+const qn_http_route_t qn_http_routes_push [] = {
+    { "POST", "/api/v1/configure", s_configure, QN_AUTH_READ_WRITE },
+    { "POST", "/api/v1/push", s_push, QN_AUTH_READ_WRITE },
+    { "POST", "/api/v1/lease/:leaseId/extend", s_extend, QN_AUTH_READ_WRITE },
+    { NULL, NULL, NULL, 0 }
+};

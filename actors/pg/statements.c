@@ -1,0 +1,113 @@
+/*  actors/pg/statements.c - the statement catalogue (see actors/pg/statements.h)
+    Calls only: the logic is in the plpgsql functions of schema/.
+*/
+#include "actors/pg/statements.h"
+
+#include <stddef.h>
+
+#define T QN_OID_TEXT
+#define TA QN_OID_TEXT_ARR
+
+static const qn_sql_stmt_t s_stmts [QN_SQL_COUNT_] = {
+    [QN_SQL_PING] = { "ping", "SELECT 1", 0, { 0 } },
+    [QN_SQL_PUSH] = { "push",
+        "SELECT ord, seq, partition_id, queue_id, duplicate"
+        " FROM queen.push ($1, $2, $3, $4, $5, $6, $7, $8, $9)", 9,
+        { T, TA, TA, TA, QN_OID_BYTEA_ARR, QN_OID_UUID_ARR, TA, QN_OID_BOOL_ARR, QN_OID_BOOL } },
+    [QN_SQL_POP] = { "pop",
+        "SELECT queue_name, partition_id, partition_name, seq, created_at, txn_id, trace_id,"
+        " producer, payload, is_encrypted, lease_expires_at, next_due"
+        " FROM queen.pop ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)", 10,
+        { T, T, T, T, T, T, QN_OID_INT4, QN_OID_INT4, QN_OID_UUID, QN_OID_BOOL } },
+    [QN_SQL_POP_NS] = { "pop_ns",
+        "SELECT queue_name, partition_id, partition_name, seq, created_at, txn_id, trace_id,"
+        " producer, payload, is_encrypted, lease_expires_at, next_due"
+        " FROM queen.pop_ns ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)", 10,
+        { T, T, T, T, T, T, QN_OID_INT4, QN_OID_INT4, QN_OID_UUID, QN_OID_BOOL } },
+    [QN_SQL_ACK] = { "ack",
+        "SELECT ord, success, error, queue_name, partition_name, lease_released, dlq"
+        " FROM queen.ack ($1, $2, $3, $4, $5, $6, $7, $8)", 8,
+        { T, TA, QN_OID_INT8_ARR, TA, QN_OID_INT8_ARR, TA, QN_OID_UUID_ARR, TA } },
+    [QN_SQL_RENEW] = { "renew",
+        "SELECT status, expires_at FROM queen.renew ($1, $2)", 2,
+        { QN_OID_UUID, QN_OID_INT4 } },
+    [QN_SQL_CONFIGURE] = { "configure",
+        "SELECT queue_id, partition_id, options::text FROM queen.configure ($1, $2, $3, $4, $5::text::jsonb)", 5,
+        { T, T, T, T, T } },
+    [QN_SQL_RETENTION] = { "retention",
+        "SELECT job, affected FROM queen.retention_run ($1)", 1, { QN_OID_INT4 } },
+    [QN_SQL_QUEUE_DELETE] = { "queue_delete",
+        "SELECT existed FROM queen.queue_delete ($1, $2)", 2, { T, T } },
+    [QN_SQL_PARTITION_DELETE] = { "partition_delete",
+        "SELECT existed FROM queen.partition_delete ($1, $2, $3)", 3, { T, T, T } },
+    [QN_SQL_ENSURE_SEGMENTS] = { "ensure_segments",
+        "SELECT queen.ensure_segments ()", 0, { 0 } },
+    //  Not-before instants travel as int8[] of Unix epoch microseconds (the
+    //  binary parameter encoder has no timestamptz[]); queen.ts_of_us converts.
+    [QN_SQL_PUSH_AT] = { "push_at",
+        "SELECT ord, seq, partition_id, queue_id, duplicate"
+        " FROM queen.push ($1, $2, $3, $4, $5, $6, $7, $8, $9, queen.ts_of_us ($10))", 10,
+        { T, TA, TA, TA, QN_OID_BYTEA_ARR, QN_OID_UUID_ARR, TA, QN_OID_BOOL_ARR, QN_OID_BOOL,
+          QN_OID_INT8_ARR } },
+    [QN_SQL_STREAMS_REGISTER] = { "streams_register",
+        "SELECT status, query_id, fresh, reset, old_hash FROM queen_streams.register ($1, $2, $3, $4, $5, $6)", 6,
+        { T, T, T, T, T, QN_OID_BOOL } },
+    [QN_SQL_STREAMS_CYCLE] = { "streams_cycle",
+        "SELECT kind, ord, seq, partition_id, duplicate, queue_name, lease_released, dlq"
+        " FROM queen_streams.cycle ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14,"
+        " queen.ts_of_us ($15), $16, $17, $18, $19, $20, $21)", 21,
+        { T, QN_OID_UUID, QN_OID_UUID, T, TA, TA, TA,
+          TA, TA, TA, QN_OID_BYTEA_ARR, QN_OID_UUID_ARR, TA, QN_OID_BOOL_ARR, QN_OID_INT8_ARR,
+          T, QN_OID_INT8, QN_OID_UUID, T, T, QN_OID_BOOL } },
+    [QN_SQL_STREAMS_STATE_GET] = { "streams_state_get",
+        "SELECT key, value, updated_at FROM queen_streams.state_get ($1, $2, $3, $4, $5, $6::numeric)", 6,
+        { T, QN_OID_UUID, QN_OID_UUID, TA, T, T } },
+    [QN_SQL_KV_PUT] = { "kv_put",
+        "SELECT status, version, expires_at, current_version FROM queen.kv_put ($1, $2, $3, $4, $5, $6)", 6,
+        { T, T, T, QN_OID_BYTEA, QN_OID_INT8, QN_OID_INT4 } },
+    [QN_SQL_KV_GET] = { "kv_get",
+        "SELECT value, version, expires_at, updated_at FROM queen.kv_get ($1, $2, $3)", 3, { T, T, T } },
+    [QN_SQL_KV_DELETE] = { "kv_delete",
+        "SELECT status, version FROM queen.kv_delete ($1, $2, $3, $4)", 4, { T, T, T, QN_OID_INT8 } },
+    [QN_SQL_KV_LIST] = { "kv_list",
+        "SELECT key, version, expires_at, updated_at FROM queen.kv_list ($1, $2, $3, $4, $5)", 5,
+        { T, T, T, T, QN_OID_INT4 } },
+    [QN_SQL_TIMER_CREATE] = { "timer_create",
+        "SELECT status, id, due_at, fired_at FROM queen.timer_create ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)", 10,
+        { T, T, T, T, QN_OID_BYTEA, T, QN_OID_BOOL, QN_OID_INT8, QN_OID_INT8, QN_OID_BYTEA } },
+    [QN_SQL_TIMER_CANCEL] = { "timer_cancel",
+        "SELECT status, fired_at FROM queen.timer_cancel ($1, $2)", 2, { T, T } },
+    [QN_SQL_TIMER_GET] = { "timer_get",
+        "SELECT queue, partition, txn_id, payload, due_at, created_at, fired_at, seq, partition_id,"
+        " is_encrypted FROM queen.timer_get ($1, $2)", 2, { T, T } },
+    [QN_SQL_TIMER_LIST] = { "timer_list",
+        "SELECT timer_id, queue, partition, txn_id, payload, due_at, created_at, id, is_encrypted"
+        " FROM queen.timer_list ($1, $2, $3, $4, $5)", 5,
+        { T, T, QN_OID_INT8, QN_OID_INT8, QN_OID_INT4 } },
+    [QN_SQL_TIMER_DUE] = { "timer_due",
+        "SELECT id, due_at, db_now FROM queen.timer_due ($1, $2)", 2, { QN_OID_INT4, QN_OID_INT4 } },
+    [QN_SQL_TIMER_FIRE] = { "timer_fire",
+        "SELECT id, status, due_at, tenant, queue, error FROM queen.timer_fire ($1)", 1,
+        { QN_OID_INT8_ARR } },
+    [QN_SQL_STATE_SWEEP] = { "state_sweep",
+        "SELECT queen.kv_sweep ($1), queen.timer_sweep ($1, $2)", 2, { QN_OID_INT4, QN_OID_INT4 } },
+    [QN_SQL_BUNDLE] = { "bundle",
+        "SELECT idx, kind, seq, partition_id, queue_name, dlq, version, at, status, timer_row"
+        " FROM queen.bundle ($1, $2, $3, $4, $5, $6, $7, $8, $9, queen.ts_of_us ($10),"
+        " $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21, $22, $23,"
+        " $24, $25, $26, $27, $28, $29, $30, $31, $32)", 32,
+        { T, TA,
+          TA, TA, TA, QN_OID_BYTEA_ARR, QN_OID_UUID_ARR, TA, QN_OID_BOOL_ARR, QN_OID_INT8_ARR,
+          TA, QN_OID_INT8_ARR, TA, QN_OID_INT8_ARR, TA, QN_OID_UUID_ARR, TA, QN_OID_UUID_ARR,
+          TA, TA, QN_OID_BYTEA_ARR, QN_OID_INT8_ARR, QN_OID_INT4_ARR,
+          TA, TA, TA, QN_OID_BYTEA_ARR, TA, QN_OID_BOOL_ARR, QN_OID_INT8_ARR, QN_OID_INT8_ARR,
+          QN_OID_BYTEA_ARR } },
+};
+
+const qn_sql_stmt_t *
+qn_sql_stmt (uint32_t id)
+{
+    if (id == 0 || id >= QN_SQL_COUNT_ || !s_stmts [id].name)
+        return NULL;
+    return &s_stmts [id];
+}

@@ -1,0 +1,57 @@
+/*  actors/pg/statements.h - the prepared statements pg_writer runs
+    One row per statement: the SQL call (the functions themselves live in
+    schema/), and the parameter types, which decide the binary encoding of
+    each msgpack parameter. Numbers are append-only.
+*/
+#ifndef QN_ACTORS_PG_STATEMENTS_H
+#define QN_ACTORS_PG_STATEMENTS_H
+
+#include <stdint.h>
+
+#include "wire/pg_codec.h"
+
+#define QN_SQL_MAX_PARAMS 32
+
+typedef enum {
+    QN_SQL_RAW = 0,             //  Not prepared: SQL text comes with the request
+    QN_SQL_PING,
+    QN_SQL_PUSH,
+    QN_SQL_POP,
+    QN_SQL_POP_NS,
+    QN_SQL_ACK,
+    QN_SQL_RENEW,
+    QN_SQL_CONFIGURE,
+    QN_SQL_RETENTION,
+    QN_SQL_QUEUE_DELETE,
+    QN_SQL_PARTITION_DELETE,
+    QN_SQL_ENSURE_SEGMENTS,
+    QN_SQL_PUSH_AT,             //  queen.push with not-before instants (delayed items)
+    QN_SQL_STREAMS_REGISTER,    //  Streams (schema/040_streams.sql)
+    QN_SQL_STREAMS_CYCLE,
+    QN_SQL_STREAMS_STATE_GET,
+    QN_SQL_KV_PUT,              //  State (schema/030_state.sql): kv store
+    QN_SQL_KV_GET,
+    QN_SQL_KV_DELETE,
+    QN_SQL_KV_LIST,
+    QN_SQL_TIMER_CREATE,        //  Timers
+    QN_SQL_TIMER_CANCEL,
+    QN_SQL_TIMER_GET,
+    QN_SQL_TIMER_LIST,
+    QN_SQL_TIMER_DUE,
+    QN_SQL_TIMER_FIRE,
+    QN_SQL_STATE_SWEEP,         //  Expired kv rows and old fired-timer records
+    QN_SQL_BUNDLE,              //  Transactions with riders (schema/031_bundle.sql)
+    QN_SQL_COUNT_
+} qn_sql_id_t;
+
+typedef struct {
+    const char *name;           //  Prepared statement name
+    const char *sql;
+    uint32_t nparams;
+    uint32_t types [QN_SQL_MAX_PARAMS];
+} qn_sql_stmt_t;
+
+//  The statement for `id`, or NULL.
+const qn_sql_stmt_t *qn_sql_stmt (uint32_t id);
+
+#endif

@@ -1,0 +1,229 @@
+/*  actors/retention/retention.c - periodic retention, eviction and segment upkeep
+    Every min (RETENTION_INTERVAL, EVICTION_INTERVAL) ms it calls
+    queen.retention_run (5000), which in one short transaction deletes
+    messages past retentionSeconds / completedRetentionSeconds, moves
+    messages waiting past maxWaitTimeSeconds to the dead-letter queue,
+    sweeps deleted queues and partitions, and drops one old segment. A job
+    that used its whole budget may have more to do, so the call repeats at
+    once (at most S_MAX_ROUNDS times per tick). queen.ensure_segments runs
+    every 10 s on its own, so new segments exist even between long
+    retention intervals.
+    Every broker runs this: the SQL is safe to run concurrently (small
+    batches, try-locks, lock_timeout on the segment drop), so no leader is
+    needed.
+    Receives  PG_RESULT replies (its own timers drive it)
+    Sends     QN_MSG_PG_EXEC to pg_writer
+    Owns      nothing but its timers
+    Failure   a failed call is logged (warn once per failure streak) and
+              tried again at the next tick
+*/
+#include "actors/actors.h"
+#include "actors/pg/call.h"
+#include "actors/pg/statements.h"
+
+#include <msgpack.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define S_BATCH             5000
+#define S_MAX_ROUNDS        20          //  Calls per tick while jobs have more
+#define S_SEGMENTS_MS       10000
+
+typedef struct {
+    qn_kernel_t *kernel;        //  Not owned
+    const qn_config_t *config;  //  Not owned
+    uint32_t interval_ms;
+    bool running;               //  A retention_run is in flight
+    int rounds;                 //  Calls made in this tick
+    bool segments_running;
+    bool failing;               //  Last call failed (logged once)
+    msgpack_sbuffer out;
+} self_t;
+
+//  Sends PG_EXEC [stmt, nil, params] with one int param (or none).
+static int
+s_exec (self_t *self, uint32_t stmt, int64_t param, bool has_param, qn_reply_fn *cb)
+{
+    msgpack_packer pk;
+    qn_pg_call_begin (&self->out, &pk, stmt, NULL, has_param ? 1 : 0);
+    if (has_param)
+        msgpack_pack_int64 (&pk, param);
+    uint32_t timeout = (uint32_t) self->config->db_statement_timeout_ms + 2000;
+    return qn_pg_call_send (self->kernel, "pg_writer", &self->out, timeout, cb, NULL);
+}
+
+static void
+s_failed (self_t *self, const char *what, const char *why)
+{
+    if (!self->failing)
+        qn_warn ("%s failed, retrying next tick: %s", what, why);
+    else
+        qn_debug ("%s failed: %s", what, why);
+    self->failing = true;
+}
+
+static void s_run (self_t *self);
+
+static bool
+s_job (const msgpack_object *job, const char *name)
+{
+    return job->via.str.size == strlen (name) && !memcmp (job->via.str.ptr, name, job->via.str.size);
+}
+
+static void
+s_on_run_reply (void *self_, void *arg, const qn_env_t *env)
+{
+    (void) arg;
+    self_t *self = self_;
+    self->running = false;
+    msgpack_unpacked res;
+    msgpack_unpacked_init (&res);
+    const msgpack_object *rows = NULL;
+    char why [300];
+    if (!qn_pg_call_result (env, &res, &rows, why, sizeof why)) {
+        s_failed (self, "retention run", why);
+        msgpack_unpacked_destroy (&res);
+        return;
+    }
+    self->failing = false;
+    bool more = false;
+    int64_t age = 0, completed = 0, evicted = 0, swept = 0, dropped = 0;
+    for (uint32_t r = 0; rows && r < rows->via.array.size; r++) {
+        const msgpack_object *row = &rows->via.array.ptr [r];
+        if (row->type != MSGPACK_OBJECT_ARRAY || row->via.array.size != 2
+        ||  row->via.array.ptr [0].type != MSGPACK_OBJECT_STR)
+            continue;
+        const msgpack_object *job = &row->via.array.ptr [0], *n = &row->via.array.ptr [1];
+        int64_t v = n->type == MSGPACK_OBJECT_POSITIVE_INTEGER ? (int64_t) n->via.u64 : 0;
+        if (s_job (job, "retention"))
+            age = v;
+        else
+        if (s_job (job, "completed_retention"))
+            completed = v;
+        else
+        if (s_job (job, "max_wait"))
+            evicted = v;
+        else
+        if (s_job (job, "deleted"))
+            swept = v;
+        else
+        if (s_job (job, "drop_segments"))
+            dropped = v;
+        else
+            continue;
+        //  A job that used its whole budget (or dropped a segment) may
+        //  have more to do.
+        if (v >= S_BATCH || (v > 0 && s_job (job, "drop_segments")))
+            more = true;
+    }
+    msgpack_unpacked_destroy (&res);
+    if (age + completed)
+        qn_count (self->kernel, "retention_deleted", age + completed);
+    if (evicted)
+        qn_count (self->kernel, "retention_evicted", evicted);
+    if (swept)
+        qn_count (self->kernel, "retention_swept", swept);
+    if (dropped)
+        qn_count (self->kernel, "retention_segments_dropped", dropped);
+    if (age + completed + evicted + swept + dropped)
+        qn_debug ("retention: deleted=%lld completed=%lld evicted=%lld swept=%lld segments_dropped=%lld",
+                  (long long) age, (long long) completed, (long long) evicted, (long long) swept,
+                  (long long) dropped);
+    if (more && self->rounds < S_MAX_ROUNDS)
+        s_run (self);
+}
+
+static void
+s_run (self_t *self)
+{
+    if (self->running)
+        return;
+    self->rounds++;
+    if (s_exec (self, QN_SQL_RETENTION, S_BATCH, true, s_on_run_reply) == 0)
+        self->running = true;
+}
+
+static void
+s_on_tick (void *self_, void *arg)
+{
+    (void) arg;
+    self_t *self = self_;
+    self->rounds = 0;
+    s_run (self);
+}
+
+static void
+s_on_segments_reply (void *self_, void *arg, const qn_env_t *env)
+{
+    (void) arg;
+    self_t *self = self_;
+    self->segments_running = false;
+    msgpack_unpacked res;
+    msgpack_unpacked_init (&res);
+    const msgpack_object *rows = NULL;
+    char why [300];
+    if (!qn_pg_call_result (env, &res, &rows, why, sizeof why))
+        s_failed (self, "ensure_segments", why);
+    else
+    if (rows && rows->via.array.size == 1 && rows->via.array.ptr [0].type == MSGPACK_OBJECT_ARRAY
+    &&  rows->via.array.ptr [0].via.array.size == 1
+    &&  rows->via.array.ptr [0].via.array.ptr [0].type == MSGPACK_OBJECT_POSITIVE_INTEGER
+    &&  rows->via.array.ptr [0].via.array.ptr [0].via.u64 > 0)
+        qn_debug ("segments created: count=%llu",
+                  (unsigned long long) rows->via.array.ptr [0].via.array.ptr [0].via.u64);
+    msgpack_unpacked_destroy (&res);
+}
+
+static void
+s_on_segments_tick (void *self_, void *arg)
+{
+    (void) arg;
+    self_t *self = self_;
+    if (self->segments_running)
+        return;
+    if (s_exec (self, QN_SQL_ENSURE_SEGMENTS, 0, false, s_on_segments_reply) == 0)
+        self->segments_running = true;
+}
+
+static int
+s_on_start (void *self_, const qn_env_t *env)
+{
+    (void) env;
+    self_t *self = self_;
+    qn_timer_add (self->kernel, self->interval_ms, self->interval_ms, s_on_tick, NULL);
+    qn_timer_add (self->kernel, S_SEGMENTS_MS, S_SEGMENTS_MS, s_on_segments_tick, NULL);
+    qn_info ("retention every %u ms", self->interval_ms);
+    return 0;
+}
+
+static void
+s_destroy (void **self_p)
+{
+    self_t *self = *self_p;
+    if (!self)
+        return;
+    msgpack_sbuffer_destroy (&self->out);
+    free (self);
+    *self_p = NULL;
+}
+
+static const qn_route_t s_routes [] = {
+    { QN_MSG_START, s_on_start },
+    { 0, NULL }
+};
+
+qn_actor_t *
+qn_retention_new (qn_kernel_t *kernel, const qn_config_t *config)
+{
+    self_t *self = qn_zalloc (sizeof *self);
+    self->kernel = kernel;
+    self->config = config;
+    int64_t ms = config->retention_interval_ms < config->eviction_interval_ms
+               ? config->retention_interval_ms : config->eviction_interval_ms;
+    self->interval_ms = ms > 0 ? (uint32_t) ms : 60000;
+    msgpack_sbuffer_init (&self->out);
+    qn_actor_def_t def = {
+        .name = "retention", .routes = s_routes, .self = self, .destroy = s_destroy
+    };
+    return qn_actor_spawn (kernel, &def);
+}
