@@ -21,17 +21,11 @@
     X (QN_MSG_DB_HEALTH,     23)   /* event "db": [up] */ \
     X (QN_MSG_PG_PIPELINE,   24)   /* -> pg_writer: several statements, one transaction */ \
     X (QN_MSG_COMMITTED,     30)   /* event "committed": [tenant, queue(, partition)] */ \
-    X (QN_MSG_POP_PARK,      31)   /* codec_http -> lease_manager */ \
-    X (QN_MSG_POP_RETRY,     32)   /* lease_manager -> codec_http: run it again */ \
-    X (QN_MSG_POP_CANCEL,    33)   /* codec_http -> lease_manager: client gone */ \
-    X (QN_MSG_POP_EXPIRED,   34)   /* lease_manager -> codec_http: deadline */ \
-    X (QN_MSG_POP_DUE,       35)   /* codec_http -> lease_manager: next due time */ \
     X (QN_MSG_SPOOL_APPEND,  40)   /* codec_http -> spool */ \
     X (QN_MSG_SPOOL_STATS,   41)   /* -> spool: counts */ \
     X (QN_MSG_SPOOL_REPLAYED, 42)  /* event "spool": replay progress */ \
     X (QN_MSG_TICK,          50)   /* periodic self-message */ \
     X (QN_MSG_CONFIG,        51)   /* event "maintenance": [push, pop] */ \
-    X (QN_MSG_POP_SETTLED,   36)   /* codec_http -> lease_manager: woken pop done [ctx_id, found] */ \
     X (QN_MSG_JWKS_KEYS,     60)   /* event "jwks": [generation, jwks json (bin)] */ \
     X (QN_MSG_JWKS_REFRESH,  61)   /* codec_http -> jwks: unknown key id, fetch again soon [] */ \
     X (QN_MSG_TIMER_ARM,     62)   /* codec_http -> timer_wheel: timer created [id, due_us] */
