@@ -1,7 +1,9 @@
-/*  test/unit/test_actor_codec_http_pop.c - codec_http's translation of pop
-    The real codec actor (actors/http/codec.c + pop.c) on the fake kernel:
-    an HTTP_REQUEST in -> the PG_EXEC it sends out; a PG_RESULT in -> the
-    HTTP_RESPONSE it sends to the acceptor. Long-polls: an empty wait=true
+/*  test/unit/test_actor_codec_http.c - codec_http's translation of pop, ack
+    The real codec actor (actors/http/codec.c + pop.c, ack.c) on the fake
+    kernel: an HTTP_REQUEST in -> the PG_EXEC it sends out; a PG_RESULT in
+    -> the HTTP_RESPONSE it sends to the acceptor. (Push is the write
+    path's, being rewired on another branch: not covered here.)
+    Long-polls: an empty wait=true
     pop parks in the codec's own park table and is run again by a
     "committed" event (in the same handler: no message in between), its
     next-due instant or answered 204 at its deadline, when its client
@@ -22,6 +24,7 @@
 #include "actors/actors.h"
 #include "actors/pg/statements.h"
 #include "test/support/fake_kernel.h"
+#include "wire/ids.h"
 #include "wire/mp.h"
 
 typedef struct {
@@ -69,9 +72,10 @@ s_pack_str (msgpack_packer *pk, const char *s)
 }
 
 //  The acceptor hands over a request: [conn_id, seq, method, target,
-//  keep_alive, headers].
+//  keep_alive, headers] + the body as a frame.
 static void
-s_http (qn_fake_t *fake, uint64_t conn, const char *method, const char *target)
+s_http_body (qn_fake_t *fake, uint64_t conn, const char *method, const char *target,
+             const char *body)
 {
     msgpack_sbuffer b;
     msgpack_sbuffer_init (&b);
@@ -85,8 +89,14 @@ s_http (qn_fake_t *fake, uint64_t conn, const char *method, const char *target)
     msgpack_pack_true (&pk);
     msgpack_pack_array (&pk, 0);
     assert_int_equal (qn_fake_deliver (fake, "codec_http", QN_MSG_HTTP_REQUEST, b.data, b.size,
-                                       "", 0), 0);
+                                       body, strlen (body)), 0);
     msgpack_sbuffer_destroy (&b);
+}
+
+static void
+s_http (qn_fake_t *fake, uint64_t conn, const char *method, const char *target)
+{
+    s_http_body (fake, conn, method, target, "");
 }
 
 static void
@@ -401,6 +411,126 @@ test_pop_wait_client_gone_and_drain (void **state)
     assert_true (s_no_response (w->fake));
 }
 
+// ------------------------------------------------------------------ ack
+//  A text[] / bigint[] parameter: element i.
+static const msgpack_object *
+s_elem (const msgpack_object *params, int p, uint32_t i)
+{
+    assert_int_equal (params [p].type, MSGPACK_OBJECT_ARRAY);
+    assert_true (i < params [p].via.array.size);
+    return &params [p].via.array.ptr [i];
+}
+
+static void
+test_ack_batch (void **state)
+{
+    s_world_t *w = *state;
+    char id1 [QN_ID_STR_LEN + 1], id2 [QN_ID_STR_LEN + 1], pid [QN_ID_STR_LEN + 1];
+    qn_id_format (QN_ID_MESSAGE, 42, id1);
+    qn_id_format (QN_ID_MESSAGE, 43, id2);
+    qn_id_format (QN_ID_PARTITION, 7, pid);
+    const char *lease = "89c23f01-8475-42c4-b84a-e76ac6e59f36";
+    char json [1024];
+    snprintf (json, sizeof json,
+              "{\"consumerGroup\":\"g1\",\"acknowledgments\":["
+              "{\"transactionId\":\"%s\",\"partitionId\":\"%s\",\"leaseId\":\"%s\"},"
+              "{\"transactionId\":\"%s\",\"partitionId\":\"%s\",\"leaseId\":\"%s\","
+              "\"status\":\"failed\",\"error\":\"boom\"}]}", id1, pid, lease, id2, pid, lease);
+    s_http_body (w->fake, 51, "POST", "/api/v1/ack/batch", json);
+    //  One queen.ack call: [tenant, groups, partition ids, transaction
+    //  ids, seqs, statuses, leases, errors], one element per ack.
+    msgpack_unpacked body;
+    int i = s_next_exec (w->fake, &body);
+    assert_int_equal (qn_fake_next (w->fake, QN_MSG_PG_EXEC), -1);
+    const msgpack_object *a = body.data.via.array.ptr;
+    assert_int_equal (a [0].via.u64, QN_SQL_ACK);
+    assert_int_equal (a [2].via.array.size, 8);
+    const msgpack_object *p = a [2].via.array.ptr;
+    s_assert_str (&p [0], "");
+    s_assert_str (s_elem (p, 1, 1), "g1");
+    assert_int_equal (s_elem (p, 2, 0)->via.i64, 7);
+    s_assert_str (s_elem (p, 3, 1), id2);
+    assert_int_equal (s_elem (p, 4, 0)->via.i64, 42);
+    assert_int_equal (s_elem (p, 4, 1)->via.i64, 43);
+    s_assert_str (s_elem (p, 5, 0), "completed");
+    s_assert_str (s_elem (p, 5, 1), "failed");
+    s_assert_str (s_elem (p, 6, 0), lease);
+    s_assert_str (s_elem (p, 7, 1), "boom");
+    msgpack_unpacked_destroy (&body);
+    assert_true (s_no_response (w->fake));
+    //  Its rows [ord, success, error, queue, partition, lease released,
+    //  dlq] become one result per ack, in request order.
+    msgpack_sbuffer b;
+    msgpack_sbuffer_init (&b);
+    msgpack_packer pk;
+    msgpack_packer_init (&pk, &b, msgpack_sbuffer_write);
+    msgpack_pack_array (&pk, 5);
+    msgpack_pack_true (&pk);
+    s_pack_str (&pk, "00000");
+    s_pack_str (&pk, "");
+    s_pack_str (&pk, "");
+    msgpack_pack_array (&pk, 2);
+    for (int r = 1; r <= 2; r++) {          //  queen.ack answers in ord order
+        msgpack_pack_array (&pk, 7);
+        msgpack_pack_int64 (&pk, r);
+        r == 1 ? msgpack_pack_true (&pk) : msgpack_pack_false (&pk);
+        if (r == 1)
+            msgpack_pack_nil (&pk);
+        else
+            s_pack_str (&pk, "lease expired");
+        s_pack_str (&pk, "orders");
+        s_pack_str (&pk, "p1");
+        msgpack_pack_true (&pk);
+        msgpack_pack_false (&pk);
+    }
+    assert_int_equal (qn_fake_answer (w->fake, (size_t) i, QN_MSG_PG_RESULT, b.data, b.size), 0);
+    msgpack_sbuffer_destroy (&b);
+    qn_buf_t out = QN_BUF_INIT;
+    assert_int_equal (s_response (w->fake, 51, &out, NULL), 200);
+    char want [512];
+    snprintf (want, sizeof want,
+              "[{\"index\":0,\"transactionId\":\"%s\",\"success\":true,\"error\":null,"
+              "\"queueName\":\"orders\",\"partitionName\":\"p1\",\"leaseReleased\":true,"
+              "\"dlq\":false},{\"index\":1,\"transactionId\":\"%s\",\"success\":false,"
+              "\"error\":\"lease expired\",\"queueName\":\"orders\",\"partitionName\":\"p1\","
+              "\"leaseReleased\":true,\"dlq\":false}]", id1, id2);
+    assert_string_equal (out.data, want);
+    qn_buf_free (&out);
+}
+
+static void
+test_ack_refused (void **state)
+{
+    s_world_t *w = *state;
+    //  Validation names the field; nothing is written.
+    s_http_body (w->fake, 52, "POST", "/api/v1/ack/batch",
+                 "{\"acknowledgments\":[{\"transactionId\":\"x\",\"partitionId\":\"nope\"}]}");
+    assert_int_equal (qn_fake_next (w->fake, QN_MSG_PG_EXEC), -1);
+    qn_buf_t out = QN_BUF_INIT;
+    assert_int_equal (s_response (w->fake, 52, &out, NULL), 400);
+    assert_non_null (strstr (out.data, "acknowledgments[0].partitionId must be a valid UUID"));
+    //  A database error is mapped, not swallowed.
+    char id [QN_ID_STR_LEN + 1], pid [QN_ID_STR_LEN + 1], json [256];
+    qn_id_format (QN_ID_MESSAGE, 1, id);
+    qn_id_format (QN_ID_PARTITION, 1, pid);
+    snprintf (json, sizeof json, "{\"transactionId\":\"%s\",\"partitionId\":\"%s\"}", id, pid);
+    s_http_body (w->fake, 53, "POST", "/api/v1/ack", json);
+    msgpack_unpacked body;
+    int i = s_next_exec (w->fake, &body);
+    msgpack_unpacked_destroy (&body);
+    assert_int_equal (qn_fake_answer (w->fake, (size_t) i, QN_MSG_PG_RESULT,
+                                      "\x95\xc2\xa5" "08006" "\xa4" "gone" "\xa0\x90", 15), 0);
+    assert_int_equal (s_response (w->fake, 53, &out, NULL), 503);
+    //  No answer at all: the call's deadline answers for it.
+    s_http_body (w->fake, 54, "POST", "/api/v1/ack", json);
+    i = s_next_exec (w->fake, &body);
+    msgpack_unpacked_destroy (&body);
+    qn_fake_advance (w->fake, w->config.db_statement_timeout_ms + 2000);
+    assert_int_equal (s_response (w->fake, 54, &out, NULL), 503);
+    assert_int_equal (qn_fake_answer (w->fake, (size_t) i, QN_MSG_PG_RESULT, "\x90", 1), QN_ENOENT);
+    qn_buf_free (&out);
+}
+
 int
 main (void)
 {
@@ -410,6 +540,8 @@ main (void)
         cmocka_unit_test_setup_teardown (test_pop_wait_parks_and_a_commit_wakes_it, s_setup, s_teardown),
         cmocka_unit_test_setup_teardown (test_pop_wait_deadline_and_next_due, s_setup, s_teardown),
         cmocka_unit_test_setup_teardown (test_pop_wait_client_gone_and_drain, s_setup, s_teardown),
+        cmocka_unit_test_setup_teardown (test_ack_batch, s_setup, s_teardown),
+        cmocka_unit_test_setup_teardown (test_ack_refused, s_setup, s_teardown),
     };
     return cmocka_run_group_tests (tests, NULL, NULL);
 }
