@@ -559,6 +559,8 @@ qn_fake_publish (qn_fake_t *self, const char *topic, uint16_t type, const void *
     for (size_t i = 0; i < self->actor_count; i++)
         if (s_subscribed (self->actors [i], topic) && s_dispatch (self->actors [i], &env) != QN_ENOENT)
             n++;
+    if (s_subscribed (&self->main, topic) && s_dispatch (&self->main, &env) != QN_ENOENT)
+        n++;
     return n;
 }
 
