@@ -1,6 +1,8 @@
 /*  wire/msg_types.h - every message type, listed once
     Numbers are append-only and never reused. X-macro: one row per type
     gives its number and its name for logs.
+    Retired, never to be reused: 31-36 (POP_PARK, POP_RETRY, POP_CANCEL,
+    POP_EXPIRED, POP_DUE, POP_SETTLED of the former lease_manager actor).
 */
 #ifndef QN_WIRE_MSG_TYPES_H
 #define QN_WIRE_MSG_TYPES_H
