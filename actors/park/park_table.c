@@ -436,7 +436,7 @@ s_prune_one (void *arg, uint64_t key, void *value)
         qn_buf_append (&pr->old, &key, sizeof key);
 }
 
-//  Forgets commit stamps older than the horizon (a PARK of a pop that
+//  Forgets commit stamps older than the horizon (a pop parked that
 //  old counts as having missed a commit anyway).
 void
 qn_park_table_prune (qn_park_table_t *t, int64_t now_us)
