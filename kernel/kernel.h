@@ -31,6 +31,7 @@
 #include "kernel/errors.h"
 #include "base/log.h"
 #include "base/buf.h"
+#include "base/clock.h"
 #include "wire/msg_types.h"
 
 typedef struct qn_kernel qn_kernel_t;
@@ -150,10 +151,9 @@ void qn_actor_done (qn_kernel_t *self);
 const char *qn_actor_name (void);
 
 // ------------------------------------------------------------------ clock and counters
-int64_t qn_now_ms (void);       //  Monotonic
-int64_t qn_now_us (void);       //  Monotonic
-int64_t qn_wall_us (void);      //  Unix epoch microseconds
-//  Process-wide named counters (created on first use, atomic adds).
+//  qn_now_ms, qn_now_us, qn_wall_us: base/clock.h (included above).
+//  Process-wide named counters (created on first use; an add is lock-free:
+//  a hash lookup and an atomic add, see kernel/counters.c).
 void qn_count (qn_kernel_t *self, const char *name, int64_t delta);
 int64_t qn_counter (qn_kernel_t *self, const char *name);
 void qn_gauge_set (qn_kernel_t *self, const char *name, int64_t value);
