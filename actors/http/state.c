@@ -23,8 +23,8 @@
     Sends     QN_MSG_PG_EXEC to pg_writer (and, for a timer whose queue's
               encryption is not confirmed, to pg_reader through
               qn_hw_seal_then); QN_MSG_TIMER_ARM [id, due_us] to
-              timer_wheel after creating a timer (so a short one fires on
-              time without waiting for the wheel's next load)
+              timers after creating a timer (so a short one fires on
+              time without waiting for its next load)
     Owns      one small call state per timer request (its timerId; for a
               create, its validated body and sealed payload until sent)
     Failure   bad input gets a 4xx before any SQL runs; database errors map

@@ -599,6 +599,6 @@ qn_hw_timer_arm (qn_codec_t *codec, int64_t id, int64_t due_us)
     msgpack_pack_array (&pk, 2);
     msgpack_pack_int64 (&pk, id);
     msgpack_pack_int64 (&pk, due_us);
-    qn_send_body (qn_codec_kernel (codec), "timer_wheel", QN_MSG_TIMER_ARM, 0, sb.data, sb.size);
+    qn_send_body (qn_codec_kernel (codec), "timers", QN_MSG_TIMER_ARM, 0, sb.data, sb.size);
     msgpack_sbuffer_destroy (&sb);
 }
