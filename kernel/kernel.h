@@ -18,6 +18,11 @@
     SIGTERM/SIGINT, then stops them in reverse order: each gets
     QN_MSG_STOP, finishes or hands back in-flight work, and calls
     qn_actor_done (or returns from its STOP handler with QN_DONE).
+
+    Implementation (kernel/kernel_impl.h lists what the files share):
+    actor.c (loop, dispatch, sends, requests, fds), timers.c (per-actor
+    timer heap), bus.c (event bus proxy), counters.c (named counters),
+    lifecycle.c (spawn, supervisor, stop); clocks in base/clock.h.
 */
 #ifndef QN_KERNEL_KERNEL_H
 #define QN_KERNEL_KERNEL_H

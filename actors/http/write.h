@@ -6,7 +6,7 @@
     push items and acknowledgments, seal the payloads of encrypted queues
     the same way (§2.10), pack them the same way for pg_writer and read the
     same result rows; actors/http/write.c and actors/http/seal.c hold that.
-    Timers (actors/http/state.c, and the transaction's timer.schedule
+    Timers (actors/http/timers.c, and the transaction's timer.schedule
     riders) seal their payloads through the same path (qn_hw_seal_add).
 */
 #ifndef QN_ACTORS_CODEC_HTTP_WRITE_H
