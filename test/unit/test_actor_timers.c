@@ -22,6 +22,7 @@
 
 #include "actors/pg/statements.h"
 #include "kernel/kernel.h"
+#include "wire/msg_timer_arm.h"
 
 //  Declared here, not through actors.h: its weak declaration would not
 //  pull the actor out of the library.
@@ -202,15 +203,10 @@ static const qn_route_t s_main_routes [] = {
 static void
 s_arm (qn_kernel_t *k, int64_t id, int64_t due_us)
 {
-    msgpack_sbuffer b;
-    msgpack_sbuffer_init (&b);
-    msgpack_packer pk;
-    msgpack_packer_init (&pk, &b, msgpack_sbuffer_write);
-    msgpack_pack_array (&pk, 2);
-    msgpack_pack_int64 (&pk, id);
-    msgpack_pack_int64 (&pk, due_us);
-    assert_int_equal (qn_send_body (k, "timers", QN_MSG_TIMER_ARM, 0, b.data, b.size), 0);
-    msgpack_sbuffer_destroy (&b);
+    qn_buf_t b = QN_BUF_INIT;
+    qn_msg_timer_arm_encode (&(qn_msg_timer_arm_t) { .id = id, .due_us = due_us }, &b);
+    assert_int_equal (qn_send_body (k, "timers", QN_MSG_TIMER_ARM, 0, b.data, b.len), 0);
+    qn_buf_free (&b);
 }
 
 //  Polls the main loop until timers [first, first + n) have all fired, or
