@@ -68,7 +68,7 @@ qn_actor_t *qn_lease_manager_new (qn_kernel_t *kernel, const qn_config_t *config
 qn_actor_t *qn_retention_new (qn_kernel_t *kernel, const qn_config_t *config)
     __attribute__ ((weak));
 //  Timers (fires due timers into their queues) and the kv/timer sweeps.
-qn_actor_t *qn_timer_wheel_new (qn_kernel_t *kernel, const qn_config_t *config)
+qn_actor_t *qn_timers_new (qn_kernel_t *kernel, const qn_config_t *config)
     __attribute__ ((weak));
 //  Disk spool for pushes while PostgreSQL is unreachable.
 qn_actor_t *qn_spool_new (qn_kernel_t *kernel, const qn_config_t *config)

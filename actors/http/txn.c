@@ -13,7 +13,7 @@
               of its calls
     Sends     QN_MSG_PG_EXEC to pg_writer; after a commit, "committed"
               events for the pushed and acked queues and QN_MSG_TIMER_ARM
-              [id, due_us] to timer_wheel for each timer it created (also
+              [id, due_us] to timers for each timer it created (also
               when the client has gone away meanwhile)
     Owns      one call state per request (with the riders in c->ext),
               freed by the call's callback

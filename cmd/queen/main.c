@@ -114,7 +114,7 @@ main (int argc, char **argv)
            && (!qn_spool_new || qn_spool_new (kernel, &config))
            && (!qn_lease_manager_new || qn_lease_manager_new (kernel, &config))
            && (!qn_retention_new || qn_retention_new (kernel, &config))
-           && (!qn_timer_wheel_new || qn_timer_wheel_new (kernel, &config))
+           && (!qn_timers_new || qn_timers_new (kernel, &config))
            && qn_codec_http_new (kernel, &config)
            && (!qn_jwks_new || qn_jwks_new (kernel, &config))
            && qn_acceptor_new (kernel, &config);
