@@ -1,4 +1,4 @@
--- 031_bundle.sql: transaction riders (issue 4). queen.bundle is what
+-- 32_bundle.sql: transaction riders (issue 4). queen.bundle is what
 -- POST /api/v1/transaction calls: pushes and acks as queen.txn (spec 3.12)
 -- plus kv writes (kv.set, kv.delete) and timer operations (timer.schedule,
 -- timer.cancel), all committed together or not at all, in one round trip.

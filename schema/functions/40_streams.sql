@@ -1,50 +1,3 @@
--- 040_streams.sql: state of the streaming SDK (contract 3.22). A streaming
--- query registers once (name, source queue, config hash), keeps keyed JSON
--- state per source partition, and commits each processing cycle -- state
--- upserts/deletes, sink pushes and the source ack -- in one transaction: one
--- call of queen_streams.cycle, which raises (rolling all of it back) on any
--- failure. See docs/storage.md "Streams".
---
--- The contract names the schema and its two tables (the SDK's test harness
--- deletes from queen_streams.queries directly, so state rows go with their
--- query: the one foreign key of the product, off the message hot path).
---
--- Lock order: the cycle lock (two-int advisory class 3, hash of query and
--- partition; only cycles take it) first, then the hot path's L0 queue locks,
--- L1 partition locks and L4/L5 ready/cursors rows (002_hot.sql), then state
--- rows in key order.
---
--- SQLSTATEs (the broker answers 200 {"success": false, "error": <message>}):
---   QN404  Message not found / Query not found
---   QN409  Invalid or expired lease
---   QN400  Unknown state_op type: <t> / Unknown ack.status: <s>
---   and whatever the pushes raise (QN429 queue full, 40001 concurrent delete)
-
-CREATE SCHEMA IF NOT EXISTS queen_streams;
-
-CREATE TABLE queen_streams.queries (
-  id           uuid PRIMARY KEY DEFAULT gen_random_uuid(),
-  tenant       text COLLATE "C" NOT NULL DEFAULT '',
-  name         text COLLATE "C" NOT NULL,
-  source_queue text COLLATE "C" NOT NULL,
-  sink_queue   text COLLATE "C",             -- NULL: none
-  config_hash  text NOT NULL,
-  created_at   timestamptz NOT NULL DEFAULT now(),
-  updated_at   timestamptz NOT NULL DEFAULT now(),
-  UNIQUE (tenant, name)
-);
-
--- One row per (query, source partition, key). partition_id is the wire
--- partitionId the SDK names (the state shard), kept as given.
-CREATE TABLE queen_streams.state (
-  query_id     uuid NOT NULL REFERENCES queen_streams.queries (id) ON DELETE CASCADE,
-  partition_id uuid NOT NULL,
-  key          text COLLATE "C" NOT NULL,
-  value        jsonb NOT NULL,
-  updated_at   timestamptz NOT NULL DEFAULT now(),
-  PRIMARY KEY (query_id, partition_id, key)
-) WITH (fillfactor = 80);   -- value updates stay HOT
-
 -- Register (idempotently). status 'ok' (fresh: created; reset: the hash
 -- changed and the state was discarded) or 'mismatch' (known name, other
 -- hash, no reset: nothing changed; old_hash is the stored one).
@@ -151,7 +104,7 @@ BEGIN
   v_dl := v_st IN ('failed', 'dlq');
 
   -- cycles of one (query, partition) run one at a time
-  PERFORM pg_advisory_xact_lock(3, hashtext(p_query_id::text || '/' || p_partition::text));
+  PERFORM queen.lock_stream_cycle(p_query_id, p_partition);
 
   -- the source partition (ours, this tenant's) and the ack's group
   SELECT p.id, q.id, q.name INTO v_pid, v_qid, v_qname
@@ -175,7 +128,7 @@ BEGIN
     lp := queen._lock_partitions(p_tenant, p_queues, p_parts,
                                  CASE WHEN v_ack THEN ARRAY[v_pid] END);
   ELSIF v_ack AND v_pid IS NOT NULL THEN
-    PERFORM pg_advisory_xact_lock(v_pid);
+    PERFORM queen.lock_partition(v_pid);
   END IF;
 
   RETURN QUERY SELECT 'source'::text, NULL::int, NULL::bigint, v_pid, NULL::bool,

@@ -1,4 +1,4 @@
--- 020_admin.sql: the admin and read API (spec 3.14-3.19): resources,
+-- 20_admin.sql: the admin and read API (spec 3.14-3.19): resources,
 -- messages, dead letters, consumer groups, status and analytics.
 -- Not the hot path. Every route is one function
 --   queen.api_<name>(p_tenant text, ...) RETURNS TABLE(status int, body json)
@@ -325,7 +325,7 @@ BEGIN
 END
 $$;
 
--- Deletes are queen.queue_delete / queen.partition_delete (002_hot.sql):
+-- Deletes are queen.queue_delete / queen.partition_delete (16_delete.sql):
 -- catalog rows at once, the rest swept by retention in small batches.
 CREATE FUNCTION queen.api_queue_delete(p_tenant text, p_queue text) RETURNS TABLE(status int, body json)
 LANGUAGE sql AS $$
@@ -518,7 +518,7 @@ DECLARE
 BEGIN
   IF EXISTS (SELECT 1 FROM queen.partitions p JOIN queen.queues q ON q.id = p.queue_id
               WHERE p.id = p_pid AND q.tenant = p_tenant) THEN
-    PERFORM pg_advisory_xact_lock(p_pid);
+    PERFORM queen.lock_partition(p_pid);
     SELECT * INTO f FROM queen._admin_find_msg(p_tenant, p_pid, p_txn, p_seq);
   END IF;
   IF f.seq IS NULL THEN
@@ -616,7 +616,7 @@ BEGIN
     RETURN QUERY SELECT 200, json_build_object('requeued', 0, 'messages', '[]'::json);
     RETURN;
   END IF;
-  PERFORM pg_advisory_xact_lock_shared(1, v_qid);
+  PERFORM queen.lock_queue_shared(v_qid);
   -- lock the entries (a concurrent replay of the same entries waits, then
   -- finds them gone)
   SELECT array_agg(d.id ORDER BY d.id) INTO v_ids FROM (
@@ -803,7 +803,7 @@ BEGIN
        AND (p_queue IS NULL OR q.name = p_queue)
      ORDER BY cg.queue_id
   LOOP
-    PERFORM pg_advisory_xact_lock(1, g.queue_id);            -- L0, ascending
+    PERFORM queen.lock_queue(g.queue_id);            -- L0, ascending
     v_n := v_n + queen._admin_group_state_count(g.id);
     IF COALESCE(p_meta, true) THEN
       PERFORM 1 FROM queen.ready r WHERE r.group_id = g.id ORDER BY r.partition_id FOR UPDATE;
@@ -850,7 +850,7 @@ $$;
 
 -- Sets the subscription instant of every subscription row of the group
 -- (all queues). Partitions where the group already has state keep it; the
--- others start at the new instant (queen._backfill from 002_hot.sql,
+-- others start at the new instant (queen._backfill from 12_pop.sql,
 -- run here for up to 100k partitions per queue, the rest on later pops).
 CREATE FUNCTION queen.api_group_subscription(p_tenant text, p_group text, p_sent text, p_ts timestamptz)
 RETURNS TABLE(status int, body json)
@@ -870,7 +870,7 @@ BEGIN
        AND EXISTS (SELECT 1 FROM queen.subscriptions s WHERE s.group_id = cg.id)
      ORDER BY cg.queue_id
   LOOP
-    PERFORM pg_advisory_xact_lock(1, g.queue_id);            -- L0, ascending
+    PERFORM queen.lock_queue(g.queue_id);            -- L0, ascending
     UPDATE queen.subscriptions SET mode = 'timestamp', from_ts = p_ts WHERE group_id = g.id;
     GET DIAGNOSTICS v_k = ROW_COUNT;
     v_n := v_n + v_k;
@@ -909,7 +909,7 @@ BEGIN
     RETURN QUERY SELECT * FROM queen._err(404, 'Queue not found');
     RETURN;
   END IF;
-  PERFORM pg_advisory_xact_lock(1, v_qid);                   -- L0
+  PERFORM queen.lock_queue(v_qid);                   -- L0
   SELECT id INTO v_gid FROM queen.consumer_groups
    WHERE queue_id = v_qid AND name = p_group AND NOT retired;
   IF FOUND THEN
@@ -958,7 +958,7 @@ BEGIN
       'queueName', p_queue, 'partitionName', p_partition, 'updated', false, 'cursorMovedTo', NULL);
     RETURN;
   END IF;
-  PERFORM pg_advisory_xact_lock(v_pid);                      -- L1
+  PERFORM queen.lock_partition(v_pid);                      -- L1
   IF p_offset IS NOT NULL THEN
     -- an offset past the end means "after everything so far" (no push to
     -- this partition is in flight: we hold its lock)
