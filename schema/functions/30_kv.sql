@@ -1,3 +1,6 @@
+-- 30_kv.sql: the kv store (storage 2.4, 4.9; table in migrations/0002_state.sql,
+-- whose header gives the lock order). One call = one round trip = one transaction.
+
 -- Write a value. p_if_version: NULL = unconditional, 0 = only if absent (an
 -- expired row counts as absent), v > 0 = only if the live row has version v.
 -- p_ttl_s > 0 sets an expiry, NULL or 0 none (every write sets it afresh).

@@ -1,3 +1,6 @@
+-- 31_timers.sql: timers (storage 4.8; table in migrations/0002_state.sql, whose
+-- header gives the lock order and why a fired timer is kept as a record).
+
 -- What makes two timer requests "the same": queue, partition, the client's
 -- transactionId (or none), the timing as given ('at:<us>' or 'in:<ms>') and
 -- the payload: its bytes, or for a sealed payload (p_digest set) the

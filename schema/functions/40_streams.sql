@@ -1,3 +1,6 @@
+-- 40_streams.sql: the streaming SDK's register, cycle and state reads
+-- (contract 3.22; tables, lock order and SQLSTATEs in migrations/0003_streams.sql).
+
 -- Register (idempotently). status 'ok' (fresh: created; reset: the hash
 -- changed and the state was discarded) or 'mismatch' (known name, other
 -- hash, no reset: nothing changed; old_hash is the stored one).
