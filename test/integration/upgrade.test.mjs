@@ -25,10 +25,12 @@ const FIXTURE = path.join(ROOT, 'test/fixtures/schema-v1');
 //  Applies the previous release's schema the way its kernel/schema.c did:
 //  each file in name order, in one transaction under the schema lock, then
 //  recorded by name in queen.schema_version.
-async function createOldDatabase (prefix) {
+//  `without`: files left out (a database of an even older release).
+async function createOldDatabase (prefix, without = []) {
     const db = await createDatabase(prefix);
-    const files = fs.readdirSync(FIXTURE).filter((f) => f.endsWith('.sql')).sort();
-    assert.ok(files.length >= 6, 'the fixture holds the previous release\'s schema files');
+    const all = fs.readdirSync(FIXTURE).filter((f) => f.endsWith('.sql')).sort();
+    assert.ok(all.length >= 6, 'the fixture holds the previous release\'s schema files');
+    const files = all.filter((f) => !without.includes(f));
     for (const name of files) {
         const script = path.join(process.env.QN_TMP || '/tmp', `${db}-${name}`);
         fs.writeFileSync(script, [
@@ -229,6 +231,24 @@ test('the function set is re-installed when its checksum differs, and only then'
     const d = await startBroker({ db });
     assert.equal(count(d.logs(), /schema functions installed/g), 0, d.logs());
     assert.equal(await d.stop(), 0);
+});
+
+test('a database of an older release (no streams yet): baseline of what it has, the newer migrations applied', async () => {
+    const db = await createOldDatabase('upgrade3', ['040_streams.sql']);
+    assert.equal(await psql(`SELECT to_regclass('queen_streams.queries') IS NULL`, { db }), 't');
+    const b = await startBroker({ db });
+    try {
+        const logs = b.logs();
+        assert.equal(count(logs, /schema baseline: file=/g), 2, logs);
+        assert.equal(count(logs, /schema applied: file=/g), 1, logs);
+        assert.match(logs, /schema applied: file=0003_streams\.sql/);
+        assert.match(logs, /files_applied=1/);
+        assert.equal(await psql(`SELECT string_agg(version || ':' || coalesce(baseline, '-'), ',' ORDER BY version)
+            FROM queen.schema_migrations`, { db }), '1:001_catalog.sql,2:030_state.sql,3:-');
+        assert.equal(await psql(`SELECT to_regclass('queen_streams.queries') IS NOT NULL`, { db }), 't');
+    } finally {
+        await b.stop();
+    }
 });
 
 test('two brokers booting together on a database of the previous release: one baseline, both serve', async () => {
