@@ -286,8 +286,7 @@ s_set_flag (qn_codec_t *codec, qn_http_ctx_t *ctx, bool pop)
     //  Both values are ours, never client text: literals, no parameters.
     char sql [256];
     snprintf (sql, sizeof sql,
-              "INSERT INTO queen.system_state (key, value) VALUES ('%s', '{\"enabled\":%s}')"
-              " ON CONFLICT (key) DO UPDATE SET value = EXCLUDED.value",
+              "SELECT queen.maintenance_set ('%s', %s)",
               pop ? "pop_maintenance_mode" : "maintenance_mode", enabled ? "true" : "false");
     s_set_t *set = qn_zalloc (sizeof *set);
     set->pop = pop;

@@ -1003,8 +1003,7 @@ s_poll (self_t *self)
 {
     if (self->poll_in_flight || self->stopping)
         return;
-    static const char sql [] = "SELECT key, value::text FROM queen.system_state"
-                               " WHERE key IN ('maintenance_mode', 'pop_maintenance_mode')";
+    static const char sql [] = "SELECT key, value FROM queen.maintenance_flags ()";
     msgpack_packer pk;
     qn_pg_call_begin (&self->out, &pk, 0, sql, 0);
     self->poll_gen = self->maint_gen;
