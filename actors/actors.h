@@ -84,6 +84,7 @@ typedef struct {
     const char *values [12];
     char port [16];
     char options [256];
+    char connect_timeout [16];
 } qn_pg_params_t;
 void qn_pg_params (const qn_config_t *config, qn_pg_params_t *p, int connect_timeout_s);
 
