@@ -6,8 +6,8 @@
     live in codec_http_<area>.c.
     Receives  QN_MSG_HTTP_REQUEST, QN_MSG_HTTP_CLOSED, QN_MSG_HTTP_DRAINED,
               PG_RESULT replies, "db" and "maintenance" events
-    Sends     QN_MSG_HTTP_RESPONSE to the acceptor; PG_EXEC / PG_PUSH to
-              pg_writer and pg_reader; "committed" events
+    Sends     QN_MSG_HTTP_RESPONSE to the acceptor; PG_EXEC / PUSH to
+              pg_writer and pg_reader; "committed" events (acks)
     Owns      the request contexts
     Failure   a bad request gets a 4xx JSON error; a handler that never
               answers is caught by the request's own deadline

@@ -93,7 +93,7 @@ s_batch_add (qn_sp_t *self, s_batch_t *b, int64_t n)
 
 
 //  Reads the next records (same tenant, bounded) and sends them to
-//  pg_writer as one PG_PUSH [tenant, [items...]], unless replay must wait.
+//  pg_writer as one QN_MSG_PUSH flagged replay, unless replay must wait.
 void
 qn_sp_replay_next (qn_sp_t *self)
 {

@@ -17,7 +17,7 @@
 
 #define QN_SP_ROTATE_BYTES      (64u << 20)     //  Start a new segment past this
 #define QN_SP_GROUP_MAX         1024            //  Appends per group sync at most
-#define QN_SP_REPLAY_RECORDS    64              //  Records merged into one PG_PUSH
+#define QN_SP_REPLAY_RECORDS    64              //  Records merged into one replay QN_MSG_PUSH
 #define QN_SP_REPLAY_BYTES      (4u << 20)
 #define QN_SP_TICK_MS           2000            //  Repeat DRAINED, retry replay
 #define QN_SP_BACKOFF_MIN_MS    100
