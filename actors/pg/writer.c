@@ -346,6 +346,18 @@ s_on_tick (void *self_, void *arg)
         if (c->state == C_CONNECTING && now - c->connect_started_ms > QN_PGW_CONNECT_TIMEOUT_MS)
             qn_pgw_conn_drop (self, c, "connect timed out");
     }
+    //  A push that has not completed well past the statement timeout is on
+    //  a connection that no longer answers (the server is frozen or the
+    //  network gone): the write path decides, so it gives the push to the
+    //  spool now (dropping the connection) instead of letting the pusher's
+    //  deadline expire.
+    int64_t stuck_ms = self->config->db_statement_timeout_ms + 2000;
+    for (uint32_t i = 0; i < self->pool_size; i++) {
+        qn_pgw_conn_t *c = &self->pool [i];
+        if (c->state == C_BUSY && c->job && c->job->kind == J_PUSH
+        &&  now - c->busy_since_ms > stuck_ms)
+            qn_pgw_conn_drop (self, c, "push did not complete in time");
+    }
     for (uint32_t i = 0; i < self->pool_size; i++)
         if (self->pool [i].state == C_DOWN && now >= self->pool [i].retry_at_ms)
             qn_pgw_conn_start (self, &self->pool [i]);
