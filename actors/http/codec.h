@@ -130,6 +130,9 @@ void qn_pg_result_free (qn_pg_result_t *res);
 
 //  The request with this id, or NULL (answered, or client gone).
 qn_http_ctx_t *qn_codec_request (qn_codec_t *codec, uint64_t ctx_id);
+//  The maintenance flags as last reported by their owner (pg_writer):
+//  pop maintenance is applied by the pop routes; both are shown by the
+//  system routes. Pushes never read them (pg_writer routes pushes).
 bool qn_codec_push_maintenance (qn_codec_t *codec);
 bool qn_codec_pop_maintenance (qn_codec_t *codec);
 bool qn_codec_draining (qn_codec_t *codec);
