@@ -98,7 +98,8 @@ static const qn_sql_stmt_t s_stmts [QN_SQL_COUNT_] = {
           TA, QN_OID_INT8_ARR, TA, QN_OID_INT8_ARR, TA, QN_OID_UUID_ARR, TA, QN_OID_UUID_ARR,
           TA, TA, QN_OID_BYTEA_ARR, QN_OID_INT8_ARR, QN_OID_INT4_ARR,
           TA, TA, TA, QN_OID_BYTEA_ARR, TA, QN_OID_BOOL_ARR, QN_OID_INT8_ARR, QN_OID_INT8_ARR,
-          QN_OID_BYTEA_ARR } },
+          QN_OID_BYTEA_ARR },
+        .wake_queue_col = 5, .wake_kind_col = 2 },     //  queue_name of push and ack rows
 };
 
 const qn_sql_stmt_t *

@@ -49,6 +49,12 @@ typedef struct {
     const char *sql;
     uint32_t nparams;
     uint32_t types [QN_SQL_MAX_PARAMS];
+    //  Statements that commit messages: pg_writer publishes "committed"
+    //  for the queue named in result column wake_queue_col (1-based; 0:
+    //  none) of every row whose column wake_kind_col (1-based; 0: every
+    //  row) says "push" or "ack"; the tenant is parameter 1.
+    uint8_t wake_queue_col;
+    uint8_t wake_kind_col;
 } qn_sql_stmt_t;
 
 //  The statement for `id`, or NULL.

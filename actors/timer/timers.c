@@ -31,6 +31,7 @@
 */
 #include "actors/actors.h"
 #include "actors/pg/call.h"
+#include "actors/pg/committed.h"
 #include "actors/pg/statements.h"
 #include "base/hashmap.h"
 #include "base/heap.h"
@@ -239,17 +240,8 @@ s_arm (self_t *self)
 static void
 s_publish_committed (self_t *self, const msgpack_object *tenant, const msgpack_object *queue)
 {
-    msgpack_sbuffer b;
-    msgpack_sbuffer_init (&b);
-    msgpack_packer pk;
-    msgpack_packer_init (&pk, &b, msgpack_sbuffer_write);
-    msgpack_pack_array (&pk, 2);
-    msgpack_pack_str (&pk, tenant->via.str.size);
-    msgpack_pack_str_body (&pk, tenant->via.str.ptr, tenant->via.str.size);
-    msgpack_pack_str (&pk, queue->via.str.size);
-    msgpack_pack_str_body (&pk, queue->via.str.ptr, queue->via.str.size);
-    qn_publish (self->kernel, "committed", QN_MSG_COMMITTED, b.data, b.size);
-    msgpack_sbuffer_destroy (&b);
+    qn_committed_publish (self->kernel, tenant->via.str.ptr, tenant->via.str.size,
+                          queue->via.str.ptr, queue->via.str.size);
 }
 
 static bool
