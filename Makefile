@@ -17,7 +17,7 @@ BASE_SRC   := $(sort $(wildcard base/*.c))
 WIRE_SRC   := $(sort $(wildcard wire/*.c))
 KERNEL_SRC := $(sort $(wildcard kernel/*.c))
 ACTOR_SRC  := $(sort $(wildcard actors/*.c actors/*/*.c))
-SCHEMA_SQL := $(sort $(wildcard schema/*.sql))
+SCHEMA_SQL := schema/bootstrap.sql $(sort $(wildcard schema/migrations/*.sql)) $(sort $(wildcard schema/functions/*.sql))
 LIB_SRC    := $(BASE_SRC) $(WIRE_SRC) $(KERNEL_SRC) $(ACTOR_SRC)
 LIB_OBJ    := $(LIB_SRC:%.c=$(BUILD)/obj/%.o) $(BUILD)/obj/schema_sql.o \
               $(BUILD)/obj/llhttp/llhttp.o $(BUILD)/obj/llhttp/api.o $(BUILD)/obj/llhttp/http.o
@@ -26,10 +26,12 @@ UNIT_BIN   := $(UNIT_SRC:test/unit/%.c=$(BUILD)/test/%)
 SUPPORT_SRC := $(filter-out test/support/fake_kernel.c,$(sort $(wildcard test/support/*.c)))
 SUPPORT_OBJ := $(SUPPORT_SRC:%.c=$(BUILD)/obj/%.o)
 # Unit tests that include test/support/fake_kernel.h link it in place of the
-# kernel runtime (every kernel/ object but config, envelope and schema).
+# kernel runtime (every kernel/ object but config, envelope and schema) and
+# of the clocks (base/clock.o: the fake's clock is manual).
 FAKE_UNIT_SRC := $(shell grep -l '"test/support/fake_kernel.h"' $(UNIT_SRC) /dev/null)
 FAKE_UNIT_BIN := $(FAKE_UNIT_SRC:test/unit/%.c=$(BUILD)/test/%)
-KERNEL_RUNTIME_OBJ := $(filter-out %/config.o %/envelope.o %/schema.o,$(KERNEL_SRC:%.c=$(BUILD)/obj/%.o))
+KERNEL_RUNTIME_OBJ := $(filter-out %/config.o %/envelope.o %/schema.o,$(KERNEL_SRC:%.c=$(BUILD)/obj/%.o)) \
+                      $(BUILD)/obj/base/clock.o
 CMD_BINS   := $(BUILD)/queen $(if $(wildcard cmd/queen-verify/main.c),$(BUILD)/queen-verify)
 
 .PHONY: all deps run test unit integration integration-asan asan check-asan bench clean help fuzz

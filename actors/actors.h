@@ -8,25 +8,28 @@
                          stmt_id from actors/pg/statements.h; 0 runs `sql` (a
                          whitelisted call built by the codec, never client
                          text) with text-format parameters.
-      QN_MSG_PG_PUSH     [tenant, [[queue, partition, txn|nil, payload(bin),
-                         trace|nil, producer|nil, encrypted], ...]]
-                         merged with concurrent pushes into one queen.push.
       reply QN_MSG_PG_RESULT [ok, sqlstate, message, detail, [[col...]...]]
                          timestamps as int64 us since the Unix epoch, uuid
-                         as canonical strings, bytea as bin. For PG_PUSH the
-                         rows are [ord, seq, partition_id, queue_id,
-                         duplicate] with ord 1-based within the request.
+                         as canonical strings, bytea as bin.
       event "db"         QN_MSG_DB_HEALTH [up]
 
-    long-poll: parked pops live in the codec's own park table
-    (actors/park/park.h, no messages); it wakes them on
-      event "committed"  QN_MSG_COMMITTED [tenant, queue(, partition)]
+    the write path (pg_writer; wire/msg_push.h, msg_spool.h, msg_maint.h)
+      QN_MSG_PUSH        [tenant, flags, items] from any front door (or a
+                         spool replay): ONE answer QN_MSG_PUSH_ANSWER, per
+                         item queued / duplicate / buffered, or a refusal.
+                         pg_writer routes it (actors/pg/push_route.h):
+                         batched into queen.push, or forwarded to the spool
+                         as QN_MSG_SPOOL_APPEND with the pusher's reply_to
+                         (the spool answers the pusher after fdatasync).
+      QN_MSG_SPOOL_DRAINED [appends]  spool -> pg_writer: all replayed
+      QN_MSG_MAINT_SET   [pop, enabled] -> pg_writer, reply and event
+                         "maintenance" QN_MSG_MAINT_STATE [push, pop, gen]
+      QN_MSG_SPOOL_STATS_ASK [] -> spool, reply QN_MSG_SPOOL_STATS_REPLY
+      event "committed"  QN_MSG_COMMITTED (wire/msg_committed.h), published
+                         through actors/pg/committed.h by whoever commits
 
-    codec_http <-> spool
-      QN_MSG_SPOOL_APPEND [tenant, items]   items as in PG_PUSH, every txn set;
-                         reply PG_RESULT after fdatasync
-      event "spool"      QN_MSG_SPOOL_STATS [pending, failed]
-      event "maintenance" QN_MSG_CONFIG [push, pop]
+    long-poll: parked pops live in the codec's own park table
+    (actors/park/park.h, no messages); it wakes them on "committed".
 
     codec_http <-> jwks (access control, actors/http/auth.c)
       event "jwks"       QN_MSG_JWKS_KEYS [generation, jwks json (bin)]
@@ -59,7 +62,7 @@ qn_actor_t *qn_codec_http_new (qn_kernel_t *kernel, const qn_config_t *config);
 qn_actor_t *qn_retention_new (qn_kernel_t *kernel, const qn_config_t *config)
     __attribute__ ((weak));
 //  Timers (fires due timers into their queues) and the kv/timer sweeps.
-qn_actor_t *qn_timer_wheel_new (qn_kernel_t *kernel, const qn_config_t *config)
+qn_actor_t *qn_timers_new (qn_kernel_t *kernel, const qn_config_t *config)
     __attribute__ ((weak));
 //  Disk spool for pushes while PostgreSQL is unreachable.
 qn_actor_t *qn_spool_new (qn_kernel_t *kernel, const qn_config_t *config)
@@ -75,6 +78,7 @@ typedef struct {
     const char *values [12];
     char port [16];
     char options [256];
+    char connect_timeout [16];
 } qn_pg_params_t;
 void qn_pg_params (const qn_config_t *config, qn_pg_params_t *p, int connect_timeout_s);
 

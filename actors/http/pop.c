@@ -24,6 +24,7 @@
 #include "wire/crypto.h"
 #include "wire/ids.h"
 #include "wire/mp.h"
+#include "wire/msg_committed.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -600,24 +601,18 @@ s_notify (qn_codec_t *codec, qn_http_ctx_t *ctx)
     if (queue.len > 255 || (pt >= 0 && qn_json_type (&doc, pt) == QN_JSON_STRING
                             && qn_json_str (&doc, pt, &part) == 0 && part.len > 255))
         qn_http_reply_error (ctx, 400, "queue and partition must be at most 255 bytes");
-    else
-    if (part.len) {
+    else {
+        //  With a partition, only pops waiting on it (or on any) wake.
+        qn_msg_committed_t m = {
+            .tenant = ctx->tenant, .tenant_len = strlen (ctx->tenant),
+            .queue = queue.data, .queue_len = queue.len,
+            .partition = part.len ? part.data : NULL, .partition_len = part.len
+        };
         msgpack_sbuffer b;
         msgpack_sbuffer_init (&b);
-        msgpack_packer pk;
-        msgpack_packer_init (&pk, &b, msgpack_sbuffer_write);
-        msgpack_pack_array (&pk, 3);
-        s_pack_str (&pk, ctx->tenant);
-        msgpack_pack_str (&pk, queue.len);
-        msgpack_pack_str_body (&pk, queue.data, queue.len);
-        msgpack_pack_str (&pk, part.len);
-        msgpack_pack_str_body (&pk, part.data, part.len);
+        qn_msg_committed_encode (&b, &m);
         qn_publish (qn_codec_kernel (codec), "committed", QN_MSG_COMMITTED, b.data, b.size);
         msgpack_sbuffer_destroy (&b);
-        qn_http_reply_json (ctx, 200, "{\"status\":\"ok\"}", 15);
-    }
-    else {
-        qn_codec_committed (codec, ctx->tenant, queue.data ? queue.data : "", queue.len);
         qn_http_reply_json (ctx, 200, "{\"status\":\"ok\"}", 15);
     }
     qn_buf_free (&queue);

@@ -8,7 +8,7 @@
               def.attempt_ms
 */
 #include "actors/park/park.h"
-#include "wire/mp.h"
+#include "wire/msg_committed.h"
 
 #include <assert.h>
 #include <stdio.h>
@@ -216,22 +216,15 @@ qn_park_committed (qn_park_t *self, const char *tenant, size_t tenant_len,
     qn_buf_free (&woken);
 }
 
-//  [tenant, queue(, partition)]. TODO(merge): decode with the one
-//  "committed" codec in wire/ once the write path has it.
+//  [tenant, queue(, partition)] (wire/msg_committed.h).
 int
 qn_park_on_committed (qn_park_t *self, const qn_env_t *env)
 {
-    const char *tenant, *queue, *part = NULL;
-    size_t tenant_len, queue_len, part_len = 0;
-    if (qn_mp_scan (env->body.ptr, env->body.len, "sss", &tenant, &tenant_len, &queue,
-                    &queue_len, &part, &part_len)) {
-        part = NULL;
-        part_len = 0;
-        if (qn_mp_scan (env->body.ptr, env->body.len, "ss", &tenant, &tenant_len, &queue,
-                        &queue_len))
-            return QN_EPROTO;
-    }
-    qn_park_committed (self, tenant, tenant_len, queue, queue_len, part, part_len);
+    qn_msg_committed_t m;
+    if (qn_msg_committed_decode (env->body.ptr, env->body.len, &m))
+        return QN_EPROTO;
+    qn_park_committed (self, m.tenant, m.tenant_len, m.queue, m.queue_len,
+                       m.partition, m.partition_len);
     return 0;
 }
 

@@ -113,7 +113,7 @@ main (int argc, char **argv)
            && qn_pg_writer_new (kernel, &config, "pg_reader", (uint32_t) config.db_read_pool_size)
            && (!qn_spool_new || qn_spool_new (kernel, &config))
            && (!qn_retention_new || qn_retention_new (kernel, &config))
-           && (!qn_timer_wheel_new || qn_timer_wheel_new (kernel, &config))
+           && (!qn_timers_new || qn_timers_new (kernel, &config))
            && qn_codec_http_new (kernel, &config)
            && (!qn_jwks_new || qn_jwks_new (kernel, &config))
            && qn_acceptor_new (kernel, &config);

@@ -77,7 +77,7 @@ s_on_tick (void *self_, const qn_env_t *env)
     qn_timer_add (a->kernel, 20, 0, s_on_timer, (void *) 'b');
     qn_timer_add (a->kernel, 10, 0, s_on_timer, (void *) 'a');
     a->cancel_me = qn_timer_add (a->kernel, 30, 0, s_on_timer, (void *) 'c');
-    return qn_publish (a->kernel, "news", QN_MSG_CONFIG, "\x92\xc2\xc2", 3);
+    return qn_publish (a->kernel, "news", QN_MSG_MAINT_STATE, "\x92\xc2\xc2", 3);
 }
 
 static int
