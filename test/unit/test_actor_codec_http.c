@@ -1,8 +1,9 @@
-/*  test/unit/test_actor_codec_http.c - codec_http's translation of pop, ack
-    The real codec actor (actors/http/codec.c + pop.c, ack.c) on the fake
-    kernel: an HTTP_REQUEST in -> the PG_EXEC it sends out; a PG_RESULT in
-    -> the HTTP_RESPONSE it sends to the acceptor. (Push is the write
-    path's, being rewired on another branch: not covered here.)
+/*  test/unit/test_actor_codec_http.c - codec_http's translation of pop,
+    ack and push
+    The real codec actor (actors/http/codec.c + pop.c, ack.c, push.c) on
+    the fake kernel: an HTTP_REQUEST in -> the request it sends out
+    (PG_EXEC, or the protocol-neutral QN_MSG_PUSH); its answer in -> the
+    HTTP_RESPONSE it sends to the acceptor.
     Long-polls: an empty wait=true
     pop parks in the codec's own park table and is run again by a
     "committed" event (in the same handler: no message in between), its
@@ -26,6 +27,7 @@
 #include "test/support/fake_kernel.h"
 #include "wire/ids.h"
 #include "wire/mp.h"
+#include "wire/msg_push.h"
 
 typedef struct {
     qn_config_t config;
@@ -534,6 +536,137 @@ test_ack_refused (void **state)
     qn_buf_free (&out);
 }
 
+// ------------------------------------------------------------------ push
+//  The next QN_MSG_PUSH request to the write path, decoded into out
+//  (holder initialised here, destroyed by the caller). Its index.
+static int
+s_next_push (qn_fake_t *fake, msgpack_unpacked *holder, qn_msg_push_t *out)
+{
+    int i = qn_fake_next (fake, QN_MSG_PUSH);
+    assert_true (i >= 0);
+    const qn_fake_msg_t *m = qn_fake_msg (fake, (size_t) i);
+    assert_int_equal (m->kind, QN_FAKE_REQUEST);
+    assert_string_equal (m->to, "pg_writer");
+    msgpack_unpacked_init (holder);
+    assert_int_equal (qn_msg_push_decode (m->body.data, m->body.len, holder, out), 0);
+    return i;
+}
+
+static void
+s_assert_bytes (const msgpack_object *o, const char *want)
+{
+    const char *p = o->type == MSGPACK_OBJECT_BIN ? o->via.bin.ptr : o->via.str.ptr;
+    size_t n = o->type == MSGPACK_OBJECT_BIN ? o->via.bin.size : o->via.str.size;
+    assert_true (o->type == MSGPACK_OBJECT_BIN || o->type == MSGPACK_OBJECT_STR);
+    assert_int_equal (n, strlen (want));
+    assert_memory_equal (p, want, n);
+}
+
+static void
+test_push_request_and_answer (void **state)
+{
+    s_world_t *w = *state;
+    s_http_body (w->fake, 61, "POST", "/api/v1/push",
+                 "{\"items\":[{\"queue\":\"orders\",\"partition\":\"p1\",\"payload\":{\"n\":1}},"
+                 "{\"queue\":\"orders\",\"transactionId\":\"t-2\",\"payload\":\"x\"}]}");
+    //  One push request, whatever makes it durable: [tenant, flags, items].
+    msgpack_unpacked holder;
+    qn_msg_push_t push;
+    int i = s_next_push (w->fake, &holder, &push);
+    assert_int_equal (qn_fake_next (w->fake, QN_MSG_PUSH), -1);
+    assert_int_equal (qn_fake_next (w->fake, QN_MSG_PG_EXEC), -1);
+    assert_int_equal (push.tenant_len, 0);
+    assert_false (push.replay);
+    assert_int_equal (push.count, 2);
+    const msgpack_object *a = push.items [0].via.array.ptr, *b = push.items [1].via.array.ptr;
+    s_assert_str (&a [0], "orders");
+    s_assert_str (&a [1], "p1");
+    s_assert_bytes (&a [3], "{\"n\":1}");
+    s_assert_str (&b [0], "orders");
+    s_assert_str (&b [2], "t-2");
+    s_assert_bytes (&b [3], "\"x\"");
+    msgpack_unpacked_destroy (&holder);
+    assert_true (s_no_response (w->fake));
+    //  One answer, one result per item: queued, duplicate.
+    msgpack_sbuffer sb;
+    msgpack_sbuffer_init (&sb);
+    msgpack_packer pk;
+    msgpack_packer_init (&pk, &sb, msgpack_sbuffer_write);
+    qn_msg_push_answer_begin (&pk, 2);
+    qn_msg_push_result_t r0 = { .status = QN_PUSH_QUEUED, .seq = 5, .partition_id = 7 };
+    qn_msg_push_result_t r1 = { .status = QN_PUSH_DUPLICATE, .seq = 3 };
+    qn_msg_push_result (&pk, &r0);
+    qn_msg_push_result (&pk, &r1);
+    assert_int_equal (qn_fake_answer (w->fake, (size_t) i, QN_MSG_PUSH_ANSWER, sb.data, sb.size), 0);
+    msgpack_sbuffer_destroy (&sb);
+    qn_buf_t out = QN_BUF_INIT;
+    assert_int_equal (s_response (w->fake, 61, &out, NULL), 201);
+    char mid5 [QN_ID_STR_LEN + 1], mid3 [QN_ID_STR_LEN + 1], pid [QN_ID_STR_LEN + 1], want [256];
+    qn_id_format (QN_ID_MESSAGE, 5, mid5);
+    qn_id_format (QN_ID_MESSAGE, 3, mid3);
+    qn_id_format (QN_ID_PARTITION, 7, pid);
+    snprintf (want, sizeof want, "{\"index\":0,\"transaction_id\":\"%s\",\"status\":\"queued\","
+              "\"message_id\":\"%s\",\"partition_id\":\"%s\",", mid5, mid5, pid);
+    assert_non_null (strstr (out.data, want));
+    snprintf (want, sizeof want, "{\"index\":1,\"transaction_id\":\"t-2\",\"status\":\"duplicate\","
+              "\"message_id\":\"%s\",\"queueName\":\"orders\"}", mid3);
+    assert_non_null (strstr (out.data, want));
+    assert_int_equal (qn_counter (qn_fake_kernel (w->fake), "messages_pushed"), 1);
+    qn_buf_free (&out);
+}
+
+static void
+test_push_buffered_refused_and_gone (void **state)
+{
+    s_world_t *w = *state;
+    const char *body = "{\"items\":[{\"queue\":\"orders\",\"payload\":1}]}";
+    //  Made durable in the spool: the §3.6 buffered shape, with the
+    //  transaction id the write path minted.
+    s_http_body (w->fake, 62, "POST", "/api/v1/push", body);
+    msgpack_unpacked holder;
+    qn_msg_push_t push;
+    int i = s_next_push (w->fake, &holder, &push);
+    msgpack_unpacked_destroy (&holder);
+    msgpack_sbuffer sb;
+    msgpack_sbuffer_init (&sb);
+    msgpack_packer pk;
+    msgpack_packer_init (&pk, &sb, msgpack_sbuffer_write);
+    qn_msg_push_answer_begin (&pk, 1);
+    qn_msg_push_result_t r = { .status = QN_PUSH_BUFFERED, .txn = "minted-1", .txn_len = 8 };
+    qn_msg_push_result (&pk, &r);
+    assert_int_equal (qn_fake_answer (w->fake, (size_t) i, QN_MSG_PUSH_ANSWER, sb.data, sb.size), 0);
+    qn_buf_t out = QN_BUF_INIT;
+    assert_int_equal (s_response (w->fake, 62, &out, NULL), 201);
+    assert_non_null (strstr (out.data, "\"status\":\"buffered\""));
+    assert_non_null (strstr (out.data, "\"transactionId\":\"minted-1\""));
+    //  Refused because the spool could not sync: 503 naming it.
+    s_http_body (w->fake, 63, "POST", "/api/v1/push", body);
+    i = s_next_push (w->fake, &holder, &push);
+    msgpack_unpacked_destroy (&holder);
+    msgpack_sbuffer_clear (&sb);
+    qn_msg_push_refuse (&pk, "58030", "disk full");
+    assert_int_equal (qn_fake_answer (w->fake, (size_t) i, QN_MSG_PUSH_ANSWER, sb.data, sb.size), 0);
+    assert_int_equal (s_response (w->fake, 63, &out, NULL), 503);
+    assert_non_null (strstr (out.data, "File buffer write failed: disk full"));
+    //  The client hangs up before the answer: nothing is sent back.
+    s_http_body (w->fake, 64, "POST", "/api/v1/push", body);
+    i = s_next_push (w->fake, &holder, &push);
+    msgpack_unpacked_destroy (&holder);
+    s_closed (w->fake, 64);
+    msgpack_sbuffer_clear (&sb);
+    qn_msg_push_answer_begin (&pk, 1);
+    qn_msg_push_result_t q = { .status = QN_PUSH_QUEUED, .seq = 9, .partition_id = 7 };
+    qn_msg_push_result (&pk, &q);
+    assert_int_equal (qn_fake_answer (w->fake, (size_t) i, QN_MSG_PUSH_ANSWER, sb.data, sb.size), 0);
+    assert_true (s_no_response (w->fake));
+    //  A bad item is refused before anything is sent.
+    s_http_body (w->fake, 65, "POST", "/api/v1/push", "{\"items\":[{\"payload\":1}]}");
+    assert_int_equal (qn_fake_next (w->fake, QN_MSG_PUSH), -1);
+    assert_int_equal (s_response (w->fake, 65, &out, NULL), 400);
+    msgpack_sbuffer_destroy (&sb);
+    qn_buf_free (&out);
+}
+
 int
 main (void)
 {
@@ -545,6 +678,8 @@ main (void)
         cmocka_unit_test_setup_teardown (test_pop_wait_client_gone_and_drain, s_setup, s_teardown),
         cmocka_unit_test_setup_teardown (test_ack_batch, s_setup, s_teardown),
         cmocka_unit_test_setup_teardown (test_ack_refused, s_setup, s_teardown),
+        cmocka_unit_test_setup_teardown (test_push_request_and_answer, s_setup, s_teardown),
+        cmocka_unit_test_setup_teardown (test_push_buffered_refused_and_gone, s_setup, s_teardown),
     };
     return cmocka_run_group_tests (tests, NULL, NULL);
 }
