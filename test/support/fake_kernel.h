@@ -1,9 +1,10 @@
 /*  test/support/fake_kernel.h - the kernel, faked for actor unit tests
     Implements kernel/kernel.h with no threads, no sockets and no real
     clock. A unit test that includes this header is linked with
-    test/support/fake_kernel.c in place of the kernel runtime (see the
-    Makefile), so an actor's own constructor, handlers and timers run
-    unchanged, inline, driven by the test:
+    test/support/fake_kernel.c in place of the kernel runtime and of
+    base/clock.c (see the Makefile: every kernel/ object but config,
+    envelope and schema), so an actor's own constructor, handlers and
+    timers run unchanged, inline, driven by the test:
       - qn_actor_spawn records the actor and runs its START handler;
       - qn_fake_deliver calls the handler of a message type, and
         qn_fake_publish an event's handler in every actor subscribed to
