@@ -23,8 +23,15 @@ LIB_OBJ    := $(LIB_SRC:%.c=$(BUILD)/obj/%.o) $(BUILD)/obj/schema_sql.o \
               $(BUILD)/obj/llhttp/llhttp.o $(BUILD)/obj/llhttp/api.o $(BUILD)/obj/llhttp/http.o
 UNIT_SRC   := $(sort $(wildcard test/unit/test_*.c))
 UNIT_BIN   := $(UNIT_SRC:test/unit/%.c=$(BUILD)/test/%)
-SUPPORT_SRC := $(sort $(wildcard test/support/*.c))
+SUPPORT_SRC := $(filter-out test/support/fake_kernel.c,$(sort $(wildcard test/support/*.c)))
 SUPPORT_OBJ := $(SUPPORT_SRC:%.c=$(BUILD)/obj/%.o)
+# Unit tests that include test/support/fake_kernel.h link it in place of the
+# kernel runtime (every kernel/ object but config, envelope and schema) and
+# of the clocks (base/clock.o: the fake's clock is manual).
+FAKE_UNIT_SRC := $(shell grep -l '"test/support/fake_kernel.h"' $(UNIT_SRC) /dev/null)
+FAKE_UNIT_BIN := $(FAKE_UNIT_SRC:test/unit/%.c=$(BUILD)/test/%)
+KERNEL_RUNTIME_OBJ := $(filter-out %/config.o %/envelope.o %/schema.o,$(KERNEL_SRC:%.c=$(BUILD)/obj/%.o)) \
+                      $(BUILD)/obj/base/clock.o
 CMD_BINS   := $(BUILD)/queen $(if $(wildcard cmd/queen-verify/main.c),$(BUILD)/queen-verify)
 
 .PHONY: all deps run test unit integration integration-asan asan check-asan bench clean help fuzz
@@ -72,6 +79,11 @@ $(BUILD)/queen-verify: $(VERIFY_OBJ) $(LIB_OBJ)
 	$(CC) $(CFLAGS_COMMON) $(CFLAGS) -o $@ $^ $(LDLIBS)
 
 $(BUILD)/test/%: $(BUILD)/obj/test/unit/%.o $(SUPPORT_OBJ) $(LIB_OBJ)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS_COMMON) $(CFLAGS) -o $@ $^ $(LDLIBS) -lcmocka
+
+$(FAKE_UNIT_BIN): $(BUILD)/test/%: $(BUILD)/obj/test/unit/%.o $(BUILD)/obj/test/support/fake_kernel.o \
+                  $(SUPPORT_OBJ) $(filter-out $(KERNEL_RUNTIME_OBJ),$(LIB_OBJ))
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS_COMMON) $(CFLAGS) -o $@ $^ $(LDLIBS) -lcmocka
 

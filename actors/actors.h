@@ -28,14 +28,8 @@
       event "committed"  QN_MSG_COMMITTED (wire/msg_committed.h), published
                          through actors/pg/committed.h by whoever commits
 
-    codec_http <-> lease_manager (long-poll; details in lease_manager.c)
-      QN_MSG_POP_PARK    [ctx_id, tenant, queue|nil, partition|nil,
-                         namespace|nil, task|nil, group, deadline_ms,
-                         next_due_us|nil, pop_started_us]
-      QN_MSG_POP_CANCEL  [ctx_id]           client gone while parked
-      QN_MSG_POP_SETTLED [ctx_id, found]    a woken pop ended without parking
-      QN_MSG_POP_RETRY   [ctx_id]           run the pop again
-      QN_MSG_POP_EXPIRED [ctx_id]           deadline: answer empty
+    long-poll: parked pops live in the codec's own park table
+    (actors/park/park.h, no messages); it wakes them on "committed".
 
     codec_http <-> jwks (access control, actors/http/auth.c)
       event "jwks"       QN_MSG_JWKS_KEYS [generation, jwks json (bin)]
@@ -64,9 +58,6 @@ qn_actor_t *qn_pg_writer_new (qn_kernel_t *kernel, const qn_config_t *config,
 qn_actor_t *qn_acceptor_new (qn_kernel_t *kernel, const qn_config_t *config);
 //  HTTP routing and the JSON API.
 qn_actor_t *qn_codec_http_new (qn_kernel_t *kernel, const qn_config_t *config);
-//  Parked long-poll pops.
-qn_actor_t *qn_lease_manager_new (qn_kernel_t *kernel, const qn_config_t *config)
-    __attribute__ ((weak));
 //  Periodic retention, eviction and segment maintenance.
 qn_actor_t *qn_retention_new (qn_kernel_t *kernel, const qn_config_t *config)
     __attribute__ ((weak));

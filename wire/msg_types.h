@@ -1,6 +1,8 @@
 /*  wire/msg_types.h - every message type, listed once
     Numbers are append-only and never reused. X-macro: one row per type
     gives its number and its name for logs.
+    Retired, never to be reused: 31-36 (POP_PARK, POP_RETRY, POP_CANCEL,
+    POP_EXPIRED, POP_DUE, POP_SETTLED of the former lease_manager actor).
 */
 #ifndef QN_WIRE_MSG_TYPES_H
 #define QN_WIRE_MSG_TYPES_H
@@ -20,14 +22,8 @@
     X (QN_MSG_DB_HEALTH,     23)   /* event "db": [up] */ \
     X (QN_MSG_PG_PIPELINE,   24)   /* -> pg_writer: several statements, one transaction */ \
     X (QN_MSG_COMMITTED,     30)   /* event "committed" (wire/msg_committed.h) */ \
-    X (QN_MSG_POP_PARK,      31)   /* codec_http -> lease_manager */ \
-    X (QN_MSG_POP_RETRY,     32)   /* lease_manager -> codec_http: run it again */ \
-    X (QN_MSG_POP_CANCEL,    33)   /* codec_http -> lease_manager: client gone */ \
-    X (QN_MSG_POP_EXPIRED,   34)   /* lease_manager -> codec_http: deadline */ \
-    X (QN_MSG_POP_DUE,       35)   /* codec_http -> lease_manager: next due time */ \
     X (QN_MSG_SPOOL_APPEND,  40)   /* pg_writer -> spool, reply to the codec (wire/msg_spool.h) */ \
     X (QN_MSG_TICK,          50)   /* periodic self-message */ \
-    X (QN_MSG_POP_SETTLED,   36)   /* codec_http -> lease_manager: woken pop done [ctx_id, found] */ \
     X (QN_MSG_JWKS_KEYS,     60)   /* event "jwks": [generation, jwks json (bin)] */ \
     X (QN_MSG_JWKS_REFRESH,  61)   /* codec_http -> jwks: unknown key id, fetch again soon [] */ \
     X (QN_MSG_TIMER_ARM,     62)   /* codec_http -> timer_wheel: timer created [id, due_us] */ \

@@ -5,14 +5,16 @@
     acceptor. Health, metrics and CORS are answered here; the API areas
     live in codec_http_<area>.c.
     Receives  QN_MSG_HTTP_REQUEST, QN_MSG_HTTP_CLOSED, QN_MSG_HTTP_DRAINED,
-              PG_RESULT replies, "db" and "maintenance" events
+              PG_RESULT replies, "db", "maintenance" and "committed" events
     Sends     QN_MSG_HTTP_RESPONSE to the acceptor; PG_EXEC / PUSH to
               pg_writer and pg_reader; "committed" events (acks)
-    Owns      the request contexts
+    Owns      the request contexts; the parked long-polls (a park table,
+              actors/park/park.h, fed "committed" here, used by pop.c)
     Failure   a bad request gets a 4xx JSON error; a handler that never
               answers is caught by the request's own deadline
 */
 #include "actors/http/codec.h"
+#include "actors/park/park.h"
 #include "actors/pg/committed.h"
 #include "base/hashmap.h"
 #include "wire/http_api.h"
@@ -40,6 +42,7 @@ struct qn_codec {
     int64_t started_wall_us;
     qn_buf_t out;               //  Reusable response buffer
     qn_http_auth_t *auth;       //  Owned: access control, created on first use
+    qn_park_t *park;            //  Owned: parked long-polls
 };
 
 typedef struct {
@@ -83,6 +86,12 @@ qn_codec_auth (qn_codec_t *codec)
     if (!codec->auth)
         codec->auth = qn_http_auth_new (codec->kernel, codec->config);
     return codec->auth;
+}
+
+qn_park_t *
+qn_codec_park (qn_codec_t *codec)
+{
+    return codec->park;
 }
 
 bool
@@ -662,7 +671,8 @@ s_on_drained (void *self_, const qn_env_t *env)
     (void) env;
     qn_codec_t *codec = self_;
     codec->draining = true;
-    qn_publish (codec->kernel, "http.drained", QN_MSG_HTTP_DRAINED, "\x90", 1);
+    //  SIGTERM does not wait for long-polls: answer them now.
+    qn_park_drain (codec->park);
     return 0;
 }
 
@@ -689,11 +699,12 @@ s_on_maintenance (void *self_, const qn_env_t *env)
     return 0;
 }
 
+//  "committed" [tenant, queue(, partition)]: wakes parked long-polls.
 static int
-s_on_pop_message (void *self_, const qn_env_t *env)
+s_on_committed (void *self_, const qn_env_t *env)
 {
     qn_codec_t *codec = self_;
-    return qn_http_pop_on_message ? qn_http_pop_on_message (codec, env) : 0;
+    return qn_park_on_committed (codec->park, env);
 }
 
 static int
@@ -710,6 +721,7 @@ s_on_start (void *self_, const qn_env_t *env)
     qn_subscribe (codec->kernel, "db");
     qn_subscribe (codec->kernel, "maintenance");
     qn_subscribe (codec->kernel, "jwks");
+    qn_park_start (codec->park);
     return 0;
 }
 
@@ -737,6 +749,7 @@ s_destroy (void **self_p)
     qn_hashmap_destroy (&codec->requests);
     qn_buf_free (&codec->out);
     qn_http_auth_destroy (&codec->auth);
+    qn_park_destroy (&codec->park);
     free (codec);
     *self_p = NULL;
 }
@@ -748,8 +761,7 @@ static const qn_route_t s_routes [] = {
     { QN_MSG_HTTP_DRAINED, s_on_drained },
     { QN_MSG_DB_HEALTH, s_on_db },
     { QN_MSG_MAINT_STATE, s_on_maintenance },
-    { QN_MSG_POP_RETRY, s_on_pop_message },
-    { QN_MSG_POP_EXPIRED, s_on_pop_message },
+    { QN_MSG_COMMITTED, s_on_committed },
     { QN_MSG_JWKS_KEYS, s_on_jwks },
     { 0, NULL }
 };
@@ -763,6 +775,14 @@ qn_codec_http_new (qn_kernel_t *kernel, const qn_config_t *config)
     codec->requests = qn_hashmap_new ();
     codec->db_up = true;            //  main connected and applied the schema
     codec->started_wall_us = qn_wall_us ();
+    //  A pop runs at most a statement timeout (its call's deadline is
+    //  2 s past it): a woken pop silent for longer is gone.
+    qn_park_def_t park = {
+        .counter_prefix = "pop", .gauge = "parked_pops",
+        .wake = qn_http_pop_wake, .expire = qn_http_pop_expire, .arg = codec,
+        .attempt_ms = config->db_statement_timeout_ms + 5000
+    };
+    codec->park = qn_park_new (kernel, &park);
     qn_actor_def_t def = {
         .name = "codec_http", .routes = s_routes, .self = codec, .destroy = s_destroy
     };

@@ -17,6 +17,7 @@
 
 typedef struct qn_codec qn_codec_t;
 typedef struct qn_http_ctx qn_http_ctx_t;
+typedef struct qn_park qn_park_t;
 
 typedef enum {
     QN_AUTH_PUBLIC = 0,
@@ -47,7 +48,6 @@ struct qn_http_ctx {
     int64_t started_ms;         //  Monotonic arrival time
     void *state;                //  Handler's own, freed with state_free
     void (*state_free) (void *state);
-    uint64_t parked_id;         //  Non-zero while parked in lease_manager
     //  Called (once) when the client goes away while the request waits
     //  elsewhere (e.g. parked); the codec frees ctx right after.
     void (*on_cancel) (qn_http_ctx_t *ctx);
@@ -166,8 +166,12 @@ extern const qn_http_route_t qn_http_routes_system [] __attribute__ ((weak));  /
 extern const qn_http_route_t qn_http_routes_state [] __attribute__ ((weak));   //  kv, timers
 extern const qn_http_route_t qn_http_routes_streams [] __attribute__ ((weak)); //  /streams/v1/*
 
-//  Actor messages for the pop area (actors/http/pop.c), dispatched by the
-//  codec: QN_MSG_POP_RETRY and QN_MSG_POP_EXPIRED from lease_manager.
-int qn_http_pop_on_message (qn_codec_t *codec, const qn_env_t *env) __attribute__ ((weak));
+//  The codec's parked long-polls (actors/park/park.h): owned by the codec,
+//  run in its thread, fed its "committed" events; the pop area parks there.
+qn_park_t *qn_codec_park (qn_codec_t *codec);
+//  The park's callbacks (qn_park_fn), in the pop area (actors/http/pop.c):
+//  run a parked pop again / answer it 204. `codec` is the qn_codec_t.
+void qn_http_pop_wake (void *codec, uint64_t ctx_id);
+void qn_http_pop_expire (void *codec, uint64_t ctx_id);
 
 #endif

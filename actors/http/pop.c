@@ -2,17 +2,16 @@
     §3.7, §3.8, §3.9, §3.21)
     A pop is one queen.pop (or queen.pop_ns) call on pg_writer with a fresh
     lease id; the rows become the §3.7 response, an empty outcome a 204.
-    With wait=true an empty pop is parked in lease_manager until a commit
-    on its queue, the instant the database said something becomes
-    claimable (next_due), a safety-net recheck, or its deadline; then it is
-    run again (POP_RETRY) or answered 204 (POP_EXPIRED).
-    Receives  the pop routes and POST /internal/api/notify; QN_MSG_POP_RETRY
-              and QN_MSG_POP_EXPIRED [ctx_id] via qn_http_pop_on_message
+    With wait=true an empty pop is parked in the codec's park table
+    (actors/park/park.h, same thread) until a commit on its queue, the
+    instant the database said something becomes claimable (next_due), a
+    safety-net recheck, or its deadline; then the park calls back to run
+    it again (qn_http_pop_wake) or to answer 204 (qn_http_pop_expire).
+    Receives  the pop routes and POST /internal/api/notify; park callbacks
     Sends     QN_MSG_PG_EXEC (QN_SQL_POP, QN_SQL_POP_NS) to pg_writer;
-              QN_MSG_POP_PARK, QN_MSG_POP_CANCEL and QN_MSG_POP_SETTLED to
-              lease_manager (bodies in lease_manager.c); "committed" events
-              (notify)
-    Owns      per request: the parsed pop (ctx->state)
+              "committed" events (notify)
+    Owns      per request: the parsed pop (ctx->state); whether it is
+              parked (the park table holds the rest)
     Failure   bad parameters -> 400 naming the parameter; database down or
               slow -> 503 at once (pops fail fast); lock contention -> empty;
               other database errors -> qn_http_reply_pg_error; an encrypted
@@ -20,10 +19,12 @@
               (never the stored bytes)
 */
 #include "actors/http/codec.h"
+#include "actors/park/park.h"
 #include "actors/pg/statements.h"
 #include "wire/crypto.h"
 #include "wire/ids.h"
 #include "wire/mp.h"
+#include "wire/msg_committed.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -31,7 +32,6 @@
 #define S_NAME_MAX       255
 #define S_BATCH_MAX      10000
 #define S_PARTITIONS_MAX 1000
-#define S_FALLBACK_MS    100    //  Re-run period when lease_manager can't take a park
 #define S_QUEUE_MODE     "__QUEUE_MODE__"
 
 //  Result columns of queen.pop / queen.pop_ns.
@@ -56,7 +56,7 @@ typedef struct {
     int64_t deadline_ms;        //  Monotonic: request arrival + timeout
     int64_t started_us;         //  Monotonic: the pop in flight was sent
     char lease [QN_ID_STR_LEN + 1];
-    uint64_t fallback_timer;    //  Non-zero while waiting without lease_manager
+    bool parked;                //  In the park table (ctx->on_cancel set)
 } s_pop_t;
 
 static void s_pop_run (qn_codec_t *codec, qn_http_ctx_t *ctx, bool woken);
@@ -89,26 +89,11 @@ s_pack_str (msgpack_packer *pk, const char *s)
     msgpack_pack_str_body (pk, s, len);
 }
 
-//  Sends a small message to lease_manager. Returns 0 or QN_E*.
-static int
-s_to_lease_manager (qn_codec_t *codec, uint16_t type, const msgpack_sbuffer *b)
-{
-    return qn_send_body (qn_codec_kernel (codec), "lease_manager", type, 0, b->data, b->size);
-}
-
-//  Tells lease_manager that a woken pop ended without parking again.
+//  Tells the park table that a woken pop ended without parking again.
 static void
 s_settled (qn_codec_t *codec, uint64_t ctx_id, bool found)
 {
-    msgpack_sbuffer b;
-    msgpack_sbuffer_init (&b);
-    msgpack_packer pk;
-    msgpack_packer_init (&pk, &b, msgpack_sbuffer_write);
-    msgpack_pack_array (&pk, 2);
-    msgpack_pack_uint64 (&pk, ctx_id);
-    found ? msgpack_pack_true (&pk) : msgpack_pack_false (&pk);
-    s_to_lease_manager (codec, QN_MSG_POP_SETTLED, &b);
-    msgpack_sbuffer_destroy (&b);
+    qn_park_settled (qn_codec_park (codec), ctx_id, found);
 }
 
 // ------------------------------------------------------------------ parameters
@@ -393,80 +378,45 @@ s_reply_undecryptable (qn_http_ctx_t *ctx, const s_pop_t *ps, const qn_pg_result
 }
 
 // ------------------------------------------------------------------ parking
+//  The client went away while parked; the codec frees ctx right after.
 static void
 s_on_cancel_parked (qn_http_ctx_t *ctx)
 {
     s_pop_t *ps = ctx->state;
-    qn_codec_t *codec = ctx->codec;
-    if (ps && ps->fallback_timer) {
-        qn_timer_cancel (qn_codec_kernel (codec), ps->fallback_timer);
-        ps->fallback_timer = 0;
-        return;
-    }
-    msgpack_sbuffer b;
-    msgpack_sbuffer_init (&b);
-    msgpack_packer pk;
-    msgpack_packer_init (&pk, &b, msgpack_sbuffer_write);
-    msgpack_pack_array (&pk, 1);
-    msgpack_pack_uint64 (&pk, ctx->id);
-    s_to_lease_manager (codec, QN_MSG_POP_CANCEL, &b);
-    msgpack_sbuffer_destroy (&b);
+    ps->parked = false;
+    qn_park_cancel (qn_codec_park (ctx->codec), ctx->id);
 }
 
-//  Without lease_manager (or when it is full) the request re-runs on a
-//  slow timer until its deadline.
+//  Ends the parked state of ctx (woken or expired by the park table).
 static void
-s_on_fallback (void *self, void *arg)
+s_unpark (qn_http_ctx_t *ctx)
 {
-    qn_codec_t *codec = self;
-    qn_http_ctx_t *ctx = qn_codec_request (codec, (uint64_t) (uintptr_t) arg);
-    if (!ctx || !ctx->parked_id)
-        return;
     s_pop_t *ps = ctx->state;
-    ps->fallback_timer = 0;
-    ctx->parked_id = 0;
+    ps->parked = false;
     ctx->on_cancel = NULL;
-    if (qn_codec_draining (codec) || qn_now_ms () >= ps->deadline_ms)
-        qn_http_reply_empty (ctx, 204);
-    else
-        s_pop_run (codec, ctx, false);
 }
 
-//  Parks an empty long-poll in lease_manager (body in lease_manager.c).
+//  Parks an empty long-poll. ctx may be answered (and freed) before this
+//  returns: the park wakes a pop that may have missed a commit at once.
 static void
 s_park (qn_codec_t *codec, qn_http_ctx_t *ctx, const qn_pg_result_t *res)
 {
     s_pop_t *ps = ctx->state;
     int64_t due = 0;
-    bool has_due = res && res->row_count && s_col_int (res, 0, C_NEXT_DUE, &due);
-    msgpack_sbuffer b;
-    msgpack_sbuffer_init (&b);
-    msgpack_packer pk;
-    msgpack_packer_init (&pk, &b, msgpack_sbuffer_write);
-    msgpack_pack_array (&pk, 10);
-    msgpack_pack_uint64 (&pk, ctx->id);
-    s_pack_str (&pk, ctx->tenant);
-    s_pack_str (&pk, ps->queue);
-    s_pack_str (&pk, ps->partition);
-    s_pack_str (&pk, ps->ns);
-    s_pack_str (&pk, ps->task);
-    s_pack_str (&pk, ps->group);
-    msgpack_pack_int64 (&pk, ps->deadline_ms);
-    if (has_due)
-        msgpack_pack_int64 (&pk, due);
-    else
-        msgpack_pack_nil (&pk);
-    msgpack_pack_int64 (&pk, ps->started_us);
-    ctx->parked_id = ctx->id;
+    if (!(res && res->row_count && s_col_int (res, 0, C_NEXT_DUE, &due)))
+        due = 0;
+    qn_park_wait_t w = {
+        .id = ctx->id, .tenant = ctx->tenant, .queue = ps->queue, .partition = ps->partition,
+        .ns = ps->ns, .task = ps->task, .group = ps->group, .deadline_ms = ps->deadline_ms,
+        .next_due_us = due, .started_us = ps->started_us
+    };
+    ps->parked = true;
     ctx->on_cancel = s_on_cancel_parked;
-    if (s_to_lease_manager (codec, QN_MSG_POP_PARK, &b)) {
-        qn_count (qn_codec_kernel (codec), "pop_park_fallbacks", 1);
-        int64_t left = ps->deadline_ms - qn_now_ms ();
-        uint32_t delay = left < S_FALLBACK_MS ? (uint32_t) (left > 0 ? left : 0) : S_FALLBACK_MS;
-        ps->fallback_timer = qn_timer_add (qn_codec_kernel (codec), delay, 0, s_on_fallback,
-                                           (void *) (uintptr_t) ctx->id);
+    if (qn_park_wait (qn_codec_park (codec), &w) != QN_PARK_PARKED) {
+        //  Deadline passed or draining: no callback came for it.
+        s_unpark (ctx);
+        qn_http_reply_empty (ctx, 204);
     }
-    msgpack_sbuffer_destroy (&b);
 }
 
 // ------------------------------------------------------------------ the pop
@@ -510,7 +460,7 @@ s_on_popped (qn_codec_t *codec, qn_http_ctx_t *ctx, qn_pg_result_t *res, void *a
         return;
     }
     if (empty) {
-        //  The PARK itself reports a woken pop back to lease_manager.
+        //  Parking again reports a woken pop back to the park table.
         if (ps->wait && !qn_codec_draining (codec) && qn_now_ms () < ps->deadline_ms)
             s_park (codec, ctx, res->ok ? res : NULL);
         else {
@@ -651,24 +601,18 @@ s_notify (qn_codec_t *codec, qn_http_ctx_t *ctx)
     if (queue.len > 255 || (pt >= 0 && qn_json_type (&doc, pt) == QN_JSON_STRING
                             && qn_json_str (&doc, pt, &part) == 0 && part.len > 255))
         qn_http_reply_error (ctx, 400, "queue and partition must be at most 255 bytes");
-    else
-    if (part.len) {
+    else {
+        //  With a partition, only pops waiting on it (or on any) wake.
+        qn_msg_committed_t m = {
+            .tenant = ctx->tenant, .tenant_len = strlen (ctx->tenant),
+            .queue = queue.data, .queue_len = queue.len,
+            .partition = part.len ? part.data : NULL, .partition_len = part.len
+        };
         msgpack_sbuffer b;
         msgpack_sbuffer_init (&b);
-        msgpack_packer pk;
-        msgpack_packer_init (&pk, &b, msgpack_sbuffer_write);
-        msgpack_pack_array (&pk, 3);
-        s_pack_str (&pk, ctx->tenant);
-        msgpack_pack_str (&pk, queue.len);
-        msgpack_pack_str_body (&pk, queue.data, queue.len);
-        msgpack_pack_str (&pk, part.len);
-        msgpack_pack_str_body (&pk, part.data, part.len);
+        qn_msg_committed_encode (&b, &m);
         qn_publish (qn_codec_kernel (codec), "committed", QN_MSG_COMMITTED, b.data, b.size);
         msgpack_sbuffer_destroy (&b);
-        qn_http_reply_json (ctx, 200, "{\"status\":\"ok\"}", 15);
-    }
-    else {
-        qn_codec_committed (codec, ctx->tenant, queue.data ? queue.data : "", queue.len);
         qn_http_reply_json (ctx, 200, "{\"status\":\"ok\"}", 15);
     }
     qn_buf_free (&queue);
@@ -676,37 +620,40 @@ s_notify (qn_codec_t *codec, qn_http_ctx_t *ctx)
     qn_json_doc_free (&doc);
 }
 
-// ------------------------------------------------------------------ lease_manager answers
-//  QN_MSG_POP_RETRY / QN_MSG_POP_EXPIRED [ctx_id].
-int
-qn_http_pop_on_message (qn_codec_t *codec, const qn_env_t *env)
+// ------------------------------------------------------------------ park callbacks
+//  The park table woke a parked pop (it is now its list's scout): run it
+//  again, unless its time is up.
+void
+qn_http_pop_wake (void *codec_, uint64_t id)
 {
-    uint64_t id;
-    if (qn_mp_scan (env->body.ptr, env->body.len, "u", &id))
-        return QN_EPROTO;
+    qn_codec_t *codec = codec_;
     qn_http_ctx_t *ctx = qn_codec_request (codec, id);
-    bool parked = ctx && ctx->parked_id && ctx->state;
-    if (env->type == QN_MSG_POP_RETRY && !parked) {
-        //  Gone meanwhile: lease_manager counts it as out, so report back.
-        if (!ctx)
-            s_settled (codec, id, false);
-        return 0;
+    s_pop_t *ps = ctx ? ctx->state : NULL;
+    if (!ps || !ps->parked) {
+        //  Not ours to run (cannot happen: a client gone is cancelled):
+        //  end its scouting so the list is not held up.
+        s_settled (codec, id, false);
+        return;
     }
-    if (!parked)
-        return 0;
-    s_pop_t *ps = ctx->state;
-    ctx->parked_id = 0;
-    ctx->on_cancel = NULL;
-    if (env->type == QN_MSG_POP_EXPIRED)
-        qn_http_reply_empty (ctx, 204);
-    else
+    s_unpark (ctx);
     if (qn_codec_draining (codec) || qn_now_ms () >= ps->deadline_ms) {
         s_settled (codec, id, false);
         qn_http_reply_empty (ctx, 204);
     }
     else
         s_pop_run (codec, ctx, true);
-    return 0;
+}
+
+//  The park table expired a parked pop (deadline, or the broker drains).
+void
+qn_http_pop_expire (void *codec_, uint64_t id)
+{
+    qn_http_ctx_t *ctx = qn_codec_request (codec_, id);
+    s_pop_t *ps = ctx ? ctx->state : NULL;
+    if (!ps || !ps->parked)
+        return;
+    s_unpark (ctx);
+    qn_http_reply_empty (ctx, 204);
 }
 
 const qn_http_route_t qn_http_routes_pop [] = {

@@ -1,9 +1,10 @@
-/*  test/unit/test_actor_lease_manager.c - lease_manager and its table
-    The parking table (actors/park/lease_manager_table.c) is pure, so most
-    tests drive it directly: ordering, one scout per list, chaining,
-    pending kicks, missed commits, partitions and namespaces, due
-    instants, cancellation and clean-up. The last test runs the real
-    actor on real threads against a stand-in codec_http.
+/*  test/unit/test_park.c - the park table of parked long-polls
+    The table (actors/park/park_table.c) is pure, so the first tests drive
+    it directly: ordering, one scout per list, chaining, pending kicks,
+    missed commits, partitions and namespaces, due instants, cancellation
+    and clean-up. The others run the library (actors/park/park.c) inside
+    a small owner actor on the fake kernel (test/support/fake_kernel.h):
+    the "committed" event, timers on a manual clock, the callbacks.
 */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -12,16 +13,11 @@
 #include <cmocka.h>
 
 #include <msgpack.h>
-#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "actors/park/lease_manager_table.h"
-#include "kernel/kernel.h"
-
-//  Declared here, not through actors.h: its weak declaration would not
-//  pull the actor out of the library.
-qn_actor_t *qn_lease_manager_new (qn_kernel_t *kernel, const qn_config_t *config);
+#include "actors/park/park.h"
+#include "test/support/fake_kernel.h"
 
 #define HORIZON_US (60 * 1000000LL)
 #define SCOUT_TTL  5000
@@ -342,156 +338,301 @@ test_scout_moves_to_another_list (void **state)
 }
 
 static void
-test_decode_park (void **state)
+test_due_ms (void **state)
 {
     (void) state;
-    msgpack_sbuffer b;
-    msgpack_sbuffer_init (&b);
-    msgpack_packer pk;
-    msgpack_packer_init (&pk, &b, msgpack_sbuffer_write);
-    msgpack_pack_array (&pk, 10);
-    msgpack_pack_uint64 (&pk, 5);
-    msgpack_pack_str (&pk, 0);
-    msgpack_pack_str (&pk, 1);
-    msgpack_pack_str_body (&pk, "q", 1);
-    msgpack_pack_nil (&pk);
-    msgpack_pack_nil (&pk);
-    msgpack_pack_nil (&pk);
-    msgpack_pack_str (&pk, 1);
-    msgpack_pack_str_body (&pk, "g", 1);
-    msgpack_pack_int64 (&pk, 5000);
-    msgpack_pack_int64 (&pk, 1000000 + 1500000);    //  Wall: 1.5 s from "now"
-    msgpack_pack_int64 (&pk, 77);
-    msgpack_unpacked msg;
-    msgpack_unpacked_init (&msg);
-    assert_int_equal (msgpack_unpack_next (&msg, b.data, b.size, NULL), MSGPACK_UNPACK_SUCCESS);
-    qn_park_req_t p;
-    assert_int_equal (qn_park_decode (&msg.data, &p, 100, 1000000), 0);
-    assert_int_equal (p.ctx_id, 5);
-    assert_int_equal (p.len [QN_PARK_F_TENANT], 0);
-    assert_non_null (p.f [QN_PARK_F_TENANT]);
-    assert_null (p.f [QN_PARK_F_PARTITION]);
-    assert_int_equal (p.deadline_ms, 5000);
-    assert_int_equal (p.started_us, 77);
-    assert_int_equal (p.due_ms, 100 + 1500 + QN_PARK_DUE_SLACK_MS);
-    //  Truncated or mistyped bodies are refused.
-    msgpack_unpacked_destroy (&msg);
-    msgpack_unpacked_init (&msg);
-    assert_int_equal (msgpack_unpack_next (&msg, "\x93\x01\xa0\xa0", 4, NULL), MSGPACK_UNPACK_SUCCESS);
-    assert_int_equal (qn_park_decode (&msg.data, &p, 100, 1000000), QN_EPROTO);
-    msgpack_unpacked_destroy (&msg);
-    msgpack_sbuffer_destroy (&b);
+    //  1.5 s from wall "now" (1,000,000 us) is 1.5 s from monotonic 100 ms,
+    //  plus the slack; an instant already past still waits the slack; none
+    //  stays none.
+    assert_int_equal (qn_park_due_ms (1000000 + 1500000, 100, 1000000),
+                      100 + 1500 + QN_PARK_DUE_SLACK_MS);
+    assert_int_equal (qn_park_due_ms (1000000 + 1500001, 100, 1000000),
+                      100 + 1501 + QN_PARK_DUE_SLACK_MS);
+    assert_int_equal (qn_park_due_ms (5, 100, 1000000), 100 + QN_PARK_DUE_SLACK_MS);
+    assert_int_equal (qn_park_due_ms (0, 100, 1000000), 0);
 }
 
-// ------------------------------------------------------------------ the real actor
+// ------------------------------------------------------------------ the library, on the fake kernel
+//  A minimal owner: an actor that holds a park, routes "committed" to it
+//  and records the callbacks. In `chain` mode a woken request reports
+//  "found" at once (as a pop that got a message would).
 typedef struct {
-    atomic_int retries;
-    atomic_int expired;
-    atomic_llong last_id;
-} s_codec_t;
+    qn_park_t *park;
+    uint64_t woken [32];
+    size_t woken_n;
+    uint64_t expired [32];
+    size_t expired_n;
+    bool chain;
+} s_owner_t;
+
+static void
+s_wake (void *arg, uint64_t id)
+{
+    s_owner_t *o = arg;
+    assert_true (o->woken_n < 32);
+    o->woken [o->woken_n++] = id;
+    if (o->chain)
+        qn_park_settled (o->park, id, true);
+}
+
+static void
+s_expire (void *arg, uint64_t id)
+{
+    s_owner_t *o = arg;
+    assert_true (o->expired_n < 32);
+    o->expired [o->expired_n++] = id;
+}
 
 static int
-s_codec_on (void *self_, const qn_env_t *env)
+s_owner_start (void *self_, const qn_env_t *env)
 {
-    s_codec_t *c = self_;
-    msgpack_unpacked msg;
-    msgpack_unpacked_init (&msg);
-    if (msgpack_unpack_next (&msg, env->body.ptr, env->body.len, NULL) == MSGPACK_UNPACK_SUCCESS
-    &&  msg.data.type == MSGPACK_OBJECT_ARRAY && msg.data.via.array.size == 1)
-        atomic_store (&c->last_id, (long long) msg.data.via.array.ptr [0].via.u64);
-    msgpack_unpacked_destroy (&msg);
-    atomic_fetch_add (env->type == QN_MSG_POP_RETRY ? &c->retries : &c->expired, 1);
-    return 0;
+    (void) env;
+    s_owner_t *o = self_;
+    return qn_park_start (o->park);
 }
 
-static const qn_route_t s_codec_routes [] = {
-    { QN_MSG_POP_RETRY, s_codec_on },
-    { QN_MSG_POP_EXPIRED, s_codec_on },
+static int
+s_owner_committed (void *self_, const qn_env_t *env)
+{
+    s_owner_t *o = self_;
+    return qn_park_on_committed (o->park, env);
+}
+
+static const qn_route_t s_owner_routes [] = {
+    { QN_MSG_START, s_owner_start },
+    { QN_MSG_COMMITTED, s_owner_committed },
     { 0, NULL }
 };
 
 static void
-s_send_park (qn_kernel_t *k, uint64_t id, int64_t deadline_ms)
+s_owner_destroy (void **self_p)
 {
-    msgpack_sbuffer b;
-    msgpack_sbuffer_init (&b);
-    msgpack_packer pk;
-    msgpack_packer_init (&pk, &b, msgpack_sbuffer_write);
-    msgpack_pack_array (&pk, 10);
-    msgpack_pack_uint64 (&pk, id);
-    msgpack_pack_str (&pk, 0);
-    msgpack_pack_str (&pk, 1);
-    msgpack_pack_str_body (&pk, "q", 1);
-    for (int i = 0; i < 3; i++)
-        msgpack_pack_nil (&pk);
-    msgpack_pack_str (&pk, 1);
-    msgpack_pack_str_body (&pk, "g", 1);
-    msgpack_pack_int64 (&pk, deadline_ms);
-    msgpack_pack_nil (&pk);
-    msgpack_pack_int64 (&pk, qn_now_us ());
-    assert_int_equal (qn_send_body (k, "lease_manager", QN_MSG_POP_PARK, 0, b.data, b.size), 0);
-    msgpack_sbuffer_destroy (&b);
+    s_owner_t *o = *self_p;
+    qn_park_destroy (&o->park);
+    *self_p = NULL;
 }
 
-static bool
-s_poll_until (qn_kernel_t *k, atomic_int *v, int want, int64_t ms)
+//  Spawns the owner on a new fake.
+static qn_fake_t *
+s_fake_owner (s_owner_t *o)
 {
-    int64_t until = qn_now_ms () + ms;
-    while (atomic_load (v) < want && qn_now_ms () < until)
-        qn_kernel_poll (k, 5);
-    return atomic_load (v) >= want;
+    memset (o, 0, sizeof *o);
+    qn_fake_t *fake = qn_fake_new (NULL);
+    qn_park_def_t def = {
+        .counter_prefix = "pop", .gauge = "parked_pops", .wake = s_wake, .expire = s_expire,
+        .arg = o, .attempt_ms = SCOUT_TTL
+    };
+    o->park = qn_park_new (qn_fake_kernel (fake), &def);
+    qn_actor_def_t actor = {
+        .name = "owner", .routes = s_owner_routes, .self = o, .destroy = s_owner_destroy
+    };
+    assert_non_null (qn_actor_spawn (qn_fake_kernel (fake), &actor));
+    return fake;
+}
+
+//  qn_park_wait for a queue pop of tenant "" that started now.
+static qn_park_rc_t
+s_wait (s_owner_t *o, uint64_t id, const char *queue, const char *partition,
+        int64_t timeout_ms, int64_t due_in_ms)
+{
+    qn_park_wait_t w = {
+        .id = id, .tenant = "", .queue = queue, .partition = partition, .group = "g",
+        .deadline_ms = qn_now_ms () + timeout_ms,
+        .next_due_us = due_in_ms ? qn_wall_us () + due_in_ms * 1000 : 0,
+        .started_us = qn_now_us ()
+    };
+    return qn_park_wait (o->park, &w);
+}
+
+static int
+s_committed (qn_fake_t *fake, const char *queue)
+{
+    char body [64];
+    size_t n = strlen (queue);
+    assert_true (n < 32);
+    body [0] = (char) 0x92;         //  [tenant "", queue]
+    body [1] = (char) 0xa0;
+    body [2] = (char) (0xa0 | n);
+    memcpy (body + 3, queue, n);
+    return qn_fake_publish (fake, "committed", QN_MSG_COMMITTED, body, 3 + n);
 }
 
 static void
-test_actor_smoke (void **state)
+test_park_wakes_on_committed (void **state)
 {
     (void) state;
-    qn_config_t cfg = { .db_statement_timeout_ms = 30000 };
-    qn_kernel_t *k = qn_kernel_new (&cfg);
-    qn_kernel_main_routes (k, NULL, NULL);
-    s_codec_t codec = { 0 };
-    qn_actor_def_t def = { .name = "codec_http", .routes = s_codec_routes, .self = &codec };
-    assert_non_null (qn_actor_spawn (k, &def));
-    assert_non_null (qn_lease_manager_new (k, &cfg));
-    //  A deadline: expired, not before it.
-    int64_t t0 = qn_now_ms ();
-    s_send_park (k, 1, t0 + 60);
-    assert_true (s_poll_until (k, &codec.expired, 1, 3000));
-    assert_true (qn_now_ms () - t0 >= 60);
-    assert_int_equal (atomic_load (&codec.last_id), 1);
-    //  A commit wakes a parked pop (the subscription lands asynchronously:
-    //  publish until it does).
-    s_send_park (k, 2, qn_now_ms () + 60000);
-    int64_t until = qn_now_ms () + 3000;
-    while (!atomic_load (&codec.retries) && qn_now_ms () < until) {
-        qn_publish (k, "committed", QN_MSG_COMMITTED, "\x92\xa0\xa1q", 4);
-        qn_kernel_poll (k, 10);
-    }
-    assert_int_equal (atomic_load (&codec.retries), 1);
-    assert_int_equal (atomic_load (&codec.last_id), 2);
-    //  A cancelled pop is gone from the gauge.
-    s_send_park (k, 3, qn_now_ms () + 60000);
-    until = qn_now_ms () + 3000;
-    while (qn_counter (k, "parked_pops") != 1 && qn_now_ms () < until)
-        qn_kernel_poll (k, 5);
-    assert_int_equal (qn_counter (k, "parked_pops"), 1);
-    assert_int_equal (qn_send_body (k, "lease_manager", QN_MSG_POP_CANCEL, 0, "\x91\x03", 2), 0);
-    until = qn_now_ms () + 3000;
-    while (qn_counter (k, "parked_pops") != 0 && qn_now_ms () < until)
-        qn_kernel_poll (k, 5);
+    s_owner_t o;
+    qn_fake_t *fake = s_fake_owner (&o);
+    qn_kernel_t *k = qn_fake_kernel (fake);
+    //  The owner's START subscribed it to "committed".
+    assert_true (qn_fake_subscribed (fake, "owner", "committed"));
+    qn_fake_advance (fake, 1);      //  Attempts start strictly after any commit
+    assert_int_equal (s_wait (&o, 1, "q", NULL, 30000, 0), QN_PARK_PARKED);
+    assert_int_equal (s_wait (&o, 2, "q", NULL, 30000, 0), QN_PARK_PARKED);
+    assert_int_equal (s_wait (&o, 3, "q", NULL, 30000, 0), QN_PARK_PARKED);
+    assert_int_equal (s_wait (&o, 1, "q", NULL, 30000, 0), QN_PARK_ALREADY);
+    assert_int_equal (qn_counter (k, "parked_pops"), 3);
+    assert_int_equal (o.woken_n, 0);
+    //  Another queue's commit wakes nobody; this queue's wakes the oldest.
+    assert_int_equal (s_committed (fake, "other"), 1);
+    assert_int_equal (o.woken_n, 0);
+    assert_int_equal (s_committed (fake, "q"), 1);
+    assert_int_equal (o.woken_n, 1);
+    assert_int_equal (o.woken [0], 1);
+    assert_int_equal (qn_counter (k, "parked_pops"), 2);
+    assert_int_equal (qn_counter (k, "pop_wakeups"), 1);
+    //  While the scout is out, more commits wake nobody else.
+    assert_int_equal (s_committed (fake, "q"), 1);
+    assert_int_equal (o.woken_n, 1);
+    //  It found a message: the next goes out at once.
+    qn_park_settled (o.park, 1, true);
+    assert_int_equal (o.woken_n, 2);
+    assert_int_equal (o.woken [1], 2);
+    //  That one comes back empty, having started after the last commit:
+    //  it parks again and nobody else is woken.
+    qn_fake_advance (fake, 1);
+    assert_int_equal (s_wait (&o, 2, "q", NULL, 30000, 0), QN_PARK_PARKED);
+    assert_int_equal (o.woken_n, 2);
+    assert_int_equal (qn_counter (k, "parked_pops"), 2);
+    //  A malformed event is refused.
+    assert_int_equal (qn_fake_deliver (fake, "owner", QN_MSG_COMMITTED, "\x91\xa1q", 3, NULL, 0),
+                      QN_EPROTO);
+    assert_int_equal (o.expired_n, 0);
+    qn_fake_destroy (&fake);
+}
+
+static void
+test_park_wake_chain_and_partitions (void **state)
+{
+    (void) state;
+    s_owner_t o;
+    qn_fake_t *fake = s_fake_owner (&o);
+    o.chain = true;
+    qn_fake_advance (fake, 1);
+    for (uint64_t id = 1; id <= 3; id++)
+        assert_int_equal (s_wait (&o, id, "q", "p1", 30000, 0), QN_PARK_PARKED);
+    assert_int_equal (s_wait (&o, 4, "q", "p2", 30000, 0), QN_PARK_PARKED);
+    //  A commit naming p1, [tenant, queue, partition]: every p1 pop finds
+    //  something in turn (the owner settles each as found, from inside
+    //  its callback); the p2 pop sleeps on.
+    assert_int_equal (qn_fake_publish (fake, "committed", QN_MSG_COMMITTED,
+                                       "\x93\xa0\xa1q\xa2p1", 7), 1);
+    assert_int_equal (o.woken_n, 3);
+    assert_int_equal (o.woken [0], 1);
+    assert_int_equal (o.woken [1], 2);
+    assert_int_equal (o.woken [2], 3);
+    assert_int_equal (qn_park_count (o.park), 1);
+    assert_int_equal (qn_counter (qn_fake_kernel (fake), "parked_pops"), 1);
+    qn_fake_destroy (&fake);
+}
+
+static void
+test_park_deadline (void **state)
+{
+    (void) state;
+    s_owner_t o;
+    qn_fake_t *fake = s_fake_owner (&o);
+    assert_int_equal (qn_fake_timers (fake), 1);    //  Commit-stamp pruning
+    assert_int_equal (s_wait (&o, 1, "q", NULL, 500, 0), QN_PARK_PARKED);
+    //  A deadline timer and the list's timer (safety net).
+    assert_int_equal (qn_fake_timers (fake), 3);
+    qn_fake_advance (fake, 499);
+    assert_int_equal (o.expired_n, 0);
+    qn_fake_advance (fake, 1);
+    assert_int_equal (o.expired_n, 1);
+    assert_int_equal (o.expired [0], 1);
+    assert_int_equal (o.woken_n, 0);
+    assert_int_equal (qn_park_count (o.park), 0);
+    assert_int_equal (qn_counter (qn_fake_kernel (fake), "pop_expired"), 1);
+    //  The emptied list's timer is gone with it.
+    assert_int_equal (qn_fake_timers (fake), 1);
+    //  A deadline already passed is not parked, and no callback comes.
+    assert_int_equal (s_wait (&o, 2, "q", NULL, 0, 0), QN_PARK_EXPIRE_NOW);
+    assert_int_equal (o.expired_n, 1);
+    assert_int_equal (qn_fake_timers (fake), 1);
+    qn_fake_destroy (&fake);
+}
+
+static void
+test_park_next_due_and_safety_net (void **state)
+{
+    (void) state;
+    s_owner_t o;
+    qn_fake_t *fake = s_fake_owner (&o);
+    qn_fake_advance (fake, 1);
+    //  Two pops on a delayed queue: the list's timer is set for the
+    //  earliest due instant, and wakes one of them, not both.
+    assert_int_equal (s_wait (&o, 1, "q", NULL, 60000, 400), QN_PARK_PARKED);
+    assert_int_equal (s_wait (&o, 2, "q", NULL, 60000, 200), QN_PARK_PARKED);
+    qn_fake_advance (fake, 200 + QN_PARK_DUE_SLACK_MS - 1);
+    assert_int_equal (o.woken_n, 0);
+    qn_fake_advance (fake, 1);
+    assert_int_equal (o.woken_n, 1);
+    assert_int_equal (o.woken [0], 1);
+    //  The scout comes back empty (nothing due yet after all).
+    assert_int_equal (s_wait (&o, 1, "q", NULL, 60000, 0), QN_PARK_PARKED);
+    //  Without events, the safety net rechecks the list, one pop at a time.
+    qn_fake_advance (fake, QN_PARK_SAFETY_MS - 205);
+    assert_int_equal (o.woken_n, 1);
+    qn_fake_advance (fake, 5);
+    assert_int_equal (o.woken_n, 2);
+    assert_int_equal (o.woken [1], 1);
+    qn_fake_destroy (&fake);
+}
+
+static void
+test_park_missed_commit (void **state)
+{
+    (void) state;
+    s_owner_t o;
+    qn_fake_t *fake = s_fake_owner (&o);
+    //  An attempt starts; a commit lands while it runs; it comes back
+    //  empty and parks: it may have missed the commit, so it is woken
+    //  before qn_park_wait returns.
+    qn_fake_advance (fake, 1);
+    qn_park_wait_t w = {
+        .id = 9, .tenant = "", .queue = "q", .group = "g",
+        .deadline_ms = qn_now_ms () + 30000, .started_us = qn_now_us ()
+    };
+    qn_fake_advance (fake, 1);
+    assert_int_equal (s_committed (fake, "q"), 1);
+    qn_fake_advance (fake, 1);
+    assert_int_equal (qn_park_wait (o.park, &w), QN_PARK_PARKED);
+    assert_int_equal (o.woken_n, 1);
+    assert_int_equal (o.woken [0], 9);
+    assert_int_equal (qn_park_count (o.park), 0);
+    assert_int_equal (qn_counter (qn_fake_kernel (fake), "pop_park_races"), 1);
+    qn_fake_destroy (&fake);
+}
+
+static void
+test_park_cancel_and_drain (void **state)
+{
+    (void) state;
+    s_owner_t o;
+    qn_fake_t *fake = s_fake_owner (&o);
+    qn_kernel_t *k = qn_fake_kernel (fake);
+    qn_fake_advance (fake, 1);
+    assert_int_equal (s_wait (&o, 1, "q", NULL, 30000, 0), QN_PARK_PARKED);
+    assert_int_equal (s_wait (&o, 2, "q", NULL, 30000, 0), QN_PARK_PARKED);
+    assert_int_equal (s_wait (&o, 3, "other", NULL, 30000, 0), QN_PARK_PARKED);
+    //  The client of 2 hangs up: its slot is free at once, no callback.
+    assert_true (qn_park_cancel (o.park, 2));
+    assert_false (qn_park_cancel (o.park, 2));
+    assert_int_equal (qn_counter (k, "parked_pops"), 2);
+    assert_int_equal (qn_counter (k, "pop_cancelled"), 1);
+    //  Drain: everyone parked is expired at once, timers and all.
+    qn_park_drain (o.park);
+    assert_int_equal (o.expired_n, 2);
+    assert_true ((o.expired [0] == 1 && o.expired [1] == 3) || (o.expired [0] == 3 && o.expired [1] == 1));
     assert_int_equal (qn_counter (k, "parked_pops"), 0);
-    //  Draining expires what is parked at once, and later parks too.
-    s_send_park (k, 4, qn_now_ms () + 60000);
-    until = qn_now_ms () + 3000;
-    while (qn_counter (k, "parked_pops") != 1 && qn_now_ms () < until)
-        qn_kernel_poll (k, 5);
-    qn_publish (k, "http.drained", QN_MSG_HTTP_DRAINED, "\x90", 1);
-    assert_true (s_poll_until (k, &codec.expired, 2, 3000));
-    s_send_park (k, 5, qn_now_ms () + 60000);
-    assert_true (s_poll_until (k, &codec.expired, 3, 3000));
-    assert_int_equal (atomic_load (&codec.last_id), 5);
-    assert_int_equal (qn_kernel_stop_all (k, 2000), 0);
-    qn_kernel_destroy (&k);
+    assert_int_equal (qn_fake_timers (fake), 1);
+    //  ...and every later park too, without a callback.
+    assert_int_equal (s_wait (&o, 4, "q", NULL, 30000, 0), QN_PARK_EXPIRE_NOW);
+    assert_int_equal (o.expired_n, 2);
+    assert_int_equal (s_committed (fake, "q"), 1);
+    assert_int_equal (o.woken_n, 0);
+    qn_fake_destroy (&fake);
 }
 
 int
@@ -506,8 +647,13 @@ main (void)
         cmocka_unit_test (test_due_and_safety_net),
         cmocka_unit_test (test_cancel_deadline_and_cleanup),
         cmocka_unit_test (test_scout_moves_to_another_list),
-        cmocka_unit_test (test_decode_park),
-        cmocka_unit_test (test_actor_smoke),
+        cmocka_unit_test (test_due_ms),
+        cmocka_unit_test (test_park_wakes_on_committed),
+        cmocka_unit_test (test_park_wake_chain_and_partitions),
+        cmocka_unit_test (test_park_deadline),
+        cmocka_unit_test (test_park_next_due_and_safety_net),
+        cmocka_unit_test (test_park_missed_commit),
+        cmocka_unit_test (test_park_cancel_and_drain),
     };
     return cmocka_run_group_tests (tests, NULL, NULL);
 }

@@ -1,22 +1,23 @@
-/*  actors/park/lease_manager_table.h - the parking table of lease_manager
-    Pure bookkeeping for parked long-poll pops, split out of
-    lease_manager.c (which adds timers and messages) so it can be tested
-    without threads. No kernel calls: operations that wake pops append
-    their ctx ids to a caller's buffer, and timers that must go away are
-    listed in dead_timers for the caller to cancel.
+/*  actors/park/park_table.h - the parking table (pure part of park.h)
+    Pure bookkeeping for parked long-poll requests (an HTTP pop with
+    wait=true today), split out of park.c (which adds timers and
+    callbacks) so it can be tested as plain data. No kernel calls:
+    operations that wake requests append their ids to a caller's buffer,
+    and timers that must go away are listed in dead_timers for the caller
+    to cancel.
 
     Parked pops are grouped in lists by what they wait for (tenant, queue
     or namespace/task, partition, group), oldest request first; lists are
     grouped in topics by what wakes them: (tenant, queue), or all the
     namespace pops of a tenant. A list sends out at most one "scout" (its
     oldest pop, run again) at a time; kicks while the scout is out are
-    remembered and acted on when it comes back. See lease_manager.c.
+    remembered and acted on when it comes back. See park.h.
 */
-#ifndef QN_ACTORS_LEASE_MANAGER_TABLE_H
-#define QN_ACTORS_LEASE_MANAGER_TABLE_H
+#ifndef QN_ACTORS_PARK_TABLE_H
+#define QN_ACTORS_PARK_TABLE_H
 
-#include <msgpack.h>
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include "base/hashmap.h"
@@ -27,14 +28,15 @@
 
 typedef struct qn_park_list qn_park_list_t;
 typedef struct qn_park_topic qn_park_topic_t;
+typedef struct qn_park_table qn_park_table_t;
 
-//  One parked pop.
+//  One parked request.
 typedef struct qn_park_waiter {
-    uint64_t ctx_id;
+    uint64_t ctx_id;            //  The owner's request id
     qn_park_list_t *list;       //  Not owned
     struct qn_park_waiter *prev, *next;     //  In the list, ascending ctx_id
-    int64_t deadline_ms;        //  Monotonic: answer 204 then
-    uint64_t timer_id;          //  Set by the actor glue
+    int64_t deadline_ms;        //  Monotonic: answer empty then
+    uint64_t timer_id;          //  Set by the glue
 } qn_park_waiter_t;
 
 //  Waiters with the same key, oldest request first, and their scout.
@@ -42,6 +44,7 @@ struct qn_park_list {
     char *key;                  //  Owned
     size_t key_len;
     uint64_t hash;
+    qn_park_table_t *table;     //  Not owned: the table it belongs to
     char *partition;            //  Owned, NULL for a wildcard pop
     qn_park_topic_t *topic;     //  Not owned
     qn_park_waiter_t *head, *tail;
@@ -50,8 +53,8 @@ struct qn_park_list {
     bool pending;               //  Kicked while the scout was out
     int64_t due_ms;             //  Monotonic; 0 = none
     int64_t check_ms;           //  Monotonic: next safety-net kick
-    uint64_t timer_id;          //  Set by the actor glue
-    int64_t timer_at_ms;        //  Set by the actor glue
+    uint64_t timer_id;          //  Set by the glue
+    int64_t timer_at_ms;        //  Set by the glue
     qn_park_list_t *topic_prev, *topic_next;
     qn_park_list_t *hash_next;  //  Same hash, other key
 };
@@ -65,7 +68,7 @@ struct qn_park_topic {
     qn_park_topic_t *hash_next;
 };
 
-typedef struct {
+struct qn_park_table {
     qn_hashmap_t *waiters;      //  ctx_id -> qn_park_waiter_t *
     qn_hashmap_t *scouts;       //  ctx_id -> qn_park_list_t *
     qn_hashmap_t *lists;        //  hash -> qn_park_list_t * chain
@@ -76,9 +79,9 @@ typedef struct {
     int64_t horizon_us;         //  Commit stamps kept this long
     int64_t scout_ttl_ms;
     qn_buf_t dead_timers;       //  uint64 timer ids the glue must cancel
-} qn_park_table_t;
+};
 
-//  The fields of a PARK message (slices into the message).
+//  What a parked request waits for (slices, not owned).
 typedef struct {
     uint64_t ctx_id;
     const char *f [6];          //  QN_PARK_F_*; NULL = nil
@@ -127,8 +130,8 @@ bool qn_park_list_fire (qn_park_table_t *t, qn_park_list_t *l, int64_t now_ms, q
 void qn_park_table_take_all (qn_park_table_t *t, qn_buf_t *out);
 //  Forgets commit stamps older than the horizon.
 void qn_park_table_prune (qn_park_table_t *t, int64_t now_us);
-//  Decodes a PARK body; the due instant (wall-clock us) becomes monotonic
-//  ms. Slices in p point into o. Returns 0 or QN_EPROTO.
-int qn_park_decode (const msgpack_object *o, qn_park_req_t *p, int64_t now_ms, int64_t wall_us);
+//  A due instant in wall-clock us (the database's time) as a monotonic
+//  instant in ms, a little after it; 0 stays 0 (none).
+int64_t qn_park_due_ms (int64_t due_us, int64_t now_ms, int64_t wall_us);
 
 #endif

@@ -1,8 +1,7 @@
-/*  actors/park/lease_manager_table.c - the parking table of lease_manager
-    (see lease_manager_table.h). Pure: no kernel calls, no I/O.
+/*  actors/park/park_table.c - the parking table (see park_table.h).
+    Pure: no kernel calls, no I/O.
 */
-#include "actors/park/lease_manager_table.h"
-#include "kernel/errors.h"
+#include "actors/park/park_table.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -119,6 +118,7 @@ s_list_get (qn_park_table_t *t, const qn_park_req_t *p)
         memcpy (l->key, key.data, key.len);
         l->key_len = key.len;
         l->hash = s_hash (key.data, key.len);
+        l->table = t;
         if (p->f [QN_PARK_F_PARTITION])
             l->partition = qn_strndup (p->f [QN_PARK_F_PARTITION], p->len [QN_PARK_F_PARTITION]);
         l->hash_next = qn_hashmap_get (t->lists, l->hash);
@@ -436,7 +436,7 @@ s_prune_one (void *arg, uint64_t key, void *value)
         qn_buf_append (&pr->old, &key, sizeof key);
 }
 
-//  Forgets commit stamps older than the horizon (a PARK of a pop that
+//  Forgets commit stamps older than the horizon (a pop parked that
 //  old counts as having missed a commit anyway).
 void
 qn_park_table_prune (qn_park_table_t *t, int64_t now_us)
@@ -463,57 +463,14 @@ qn_park_table_destroy (qn_park_table_t *t)
     qn_buf_free (&t->dead_timers);
 }
 
-// ------------------------------------------------------------------ decoding
-static bool
-s_str_or_nil (const msgpack_object *o, const char **s, size_t *len)
+// ------------------------------------------------------------------ due instants
+//  Database time to our clock; an instant already past still waits a
+//  little, so clock skew cannot spin the request.
+int64_t
+qn_park_due_ms (int64_t due_us, int64_t now_ms, int64_t wall_us)
 {
-    if (o->type == MSGPACK_OBJECT_NIL) {
-        *s = NULL;
-        *len = 0;
-        return true;
-    }
-    if (o->type != MSGPACK_OBJECT_STR)
-        return false;
-    *s = o->via.str.size ? o->via.str.ptr : "";
-    *len = o->via.str.size;
-    return true;
-}
-
-static bool
-s_int (const msgpack_object *o, int64_t *v)
-{
-    if (o->type == MSGPACK_OBJECT_POSITIVE_INTEGER && o->via.u64 <= INT64_MAX)
-        *v = (int64_t) o->via.u64;
-    else
-    if (o->type == MSGPACK_OBJECT_NEGATIVE_INTEGER)
-        *v = o->via.i64;
-    else
-        return false;
-    return true;
-}
-
-//  PARK body -> p; the due instant converted to monotonic ms.
-int
-qn_park_decode (const msgpack_object *o, qn_park_req_t *p, int64_t now_ms, int64_t wall_us)
-{
-    memset (p, 0, sizeof *p);
-    if (o->type != MSGPACK_OBJECT_ARRAY || o->via.array.size < 10)
-        return QN_EPROTO;
-    const msgpack_object *a = o->via.array.ptr;
-    int64_t id, due_us = 0;
-    for (int i = 0; i < 6; i++)
-        if (!s_str_or_nil (&a [1 + i], &p->f [i], &p->len [i]))
-            return QN_EPROTO;
-    if (!s_int (&a [0], &id) || id <= 0 || !p->f [QN_PARK_F_TENANT] || !p->f [QN_PARK_F_GROUP]
-    ||  !s_int (&a [7], &p->deadline_ms) || !s_int (&a [9], &p->started_us)
-    ||  (a [8].type != MSGPACK_OBJECT_NIL && !s_int (&a [8], &due_us)))
-        return QN_EPROTO;
-    p->ctx_id = (uint64_t) id;
-    if (due_us) {
-        //  Database time to our clock; an instant already past still waits
-        //  a little, so clock skew cannot spin the pop.
-        int64_t in_ms = (due_us - wall_us + 999) / 1000;
-        p->due_ms = now_ms + (in_ms > 0 ? in_ms : 0) + QN_PARK_DUE_SLACK_MS;
-    }
-    return 0;
+    if (!due_us)
+        return 0;
+    int64_t in_ms = (due_us - wall_us + 999) / 1000;
+    return now_ms + (in_ms > 0 ? in_ms : 0) + QN_PARK_DUE_SLACK_MS;
 }
