@@ -6,7 +6,7 @@
 
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { startBroker, http, psql, sleep } from './lib.mjs';
+import { startBroker, http, psql, sleep, request, popMessages, ackBatch, ackFor } from './lib.mjs';
 
 let broker;
 let U;
@@ -21,29 +21,16 @@ after(async () => {
         await broker.stop();
 });
 
+//  POST /api/v1/push; expects `status`. Resolves to the body.
 async function push (items, status = 201) {
-    const res = await http(`${U}/api/v1/push`, { method: 'POST', body: { items } });
-    assert.equal(res.status, status, res.raw);
-    return res.body;
+    return (await request(U, '/api/v1/push', { method: 'POST', body: { items }, expect: status })).body;
 }
 
-async function pop (queue, params = {}, partition) {
-    const qs = new URLSearchParams({ wait: 'false', batch: '10', ...params }).toString();
-    const path = partition === undefined ? `/api/v1/pop/queue/${queue}`
-        : `/api/v1/pop/queue/${queue}/partition/${partition}`;
-    const res = await http(`${U}${path}?${qs}`, { timeoutMs: 60000 });
-    if (res.status === 204)
-        return [];
-    assert.equal(res.status, 200, res.raw);
-    return res.body.messages;
-}
+const pop = (queue, params = {}, partition) => popMessages(U, queue, { batch: 10, ...params, partition });
 
 async function ackAll (messages) {
-    const acknowledgments = messages.map((m) => ({
-        transactionId: m.transactionId, partitionId: m.partitionId, leaseId: m.leaseId,
-    }));
-    const res = await http(`${U}/api/v1/ack/batch`, { method: 'POST', body: { acknowledgments } });
-    assert.equal(res.status, 200, res.raw);
+    assert.ok(messages.length > 0, 'nothing to ack');
+    await ackBatch(U, messages.map((m) => ackFor(m)));
 }
 
 test('delayMs: not delivered before, then in order with the messages behind it', async () => {

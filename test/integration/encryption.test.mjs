@@ -19,7 +19,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { spawnSync } from 'node:child_process';
 import {
-    BIN, startBroker, createDatabase, http, psql, waitFor, pgStop, pgStart,
+    BIN, startBroker, createDatabase, http, psql, waitFor, pgStop, pgStart, pushItems, configureQueue,
 } from './lib.mjs';
 
 const KEY_A = crypto.randomBytes(32).toString('hex');
@@ -58,18 +58,16 @@ function push (url, items) {
 }
 
 async function pushOk (url, items, status = 'queued') {
-    const res = await push(url, items);
-    assert.equal(res.status, 201, res.raw);
-    for (const r of res.body)
-        assert.equal(r.status, status, res.raw);
-    return res.body;
+    const body = await pushItems(url, items);
+    for (const r of body)
+        assert.equal(r.status, status, JSON.stringify(body));
+    return body;
 }
 
 async function configure (url, queue, options) {
-    const res = await http(`${url}/api/v1/configure`, { method: 'POST', body: { queue, options } });
-    assert.equal(res.status, 200, res.raw);
-    assert.equal(res.body.options.encryptionEnabled, !!options.encryptionEnabled);
-    return res.body;
+    const body = await configureQueue(url, queue, options);
+    assert.equal(body.options.encryptionEnabled, !!options.encryptionEnabled);
+    return body;
 }
 
 function pop (url, queue, params = {}) {
