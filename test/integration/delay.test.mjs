@@ -163,8 +163,10 @@ test('a delayed push that goes through the spool keeps its delay when replayed',
             await sleep(50);
     }
     assert.equal(stored, '1');
-    if (Date.now() - t0 < 2000)
-        assert.deepEqual(await pop(Q), []);
+    const early = await pop(Q);
+    const elapsed = Date.now() - t0;
+    assert.ok(early.length === 0 || elapsed >= 2500, `delivered ${elapsed} ms after the push, before its delayMs of 2500`);
     await sleep(Math.max(0, 2700 - (Date.now() - t0)));
-    assert.deepEqual((await pop(Q)).map((m) => m.data.v), [1]);
+    const got = early.length ? early : await pop(Q);
+    assert.deepEqual(got.map((m) => m.data.v), [1]);
 });

@@ -107,7 +107,8 @@ async function counter (url, name) {
     const res = await http(`${url}/metrics/prometheus`);
     assert.equal(res.status, 200);
     const m = res.raw.match(new RegExp(`^queen_${name} (\\d+)$`, 'm'));
-    return m ? Number(m[1]) : 0;
+    assert.ok(m, `no queen_${name} in /metrics/prometheus`);
+    return Number(m[1]);
 }
 
 //  Every byte of every file under dir.
@@ -224,8 +225,8 @@ test('queue settings cache: configure applies at once, new queues are plain, war
     for (let i = 1; i <= 5; i++)
         await pushOk(A.url, [{ queue: 'enc', payload: { warm: i } }]);
     const after = await counter(A.url, 'queue_settings_queries');
-    if (Date.now() - t0 < 1500)
-        assert.equal(after, before, 'warm pushes queried the queue settings');
+    //  (After the cache lifetime a query is allowed: only a slow run gets there.)
+    assert.ok(after === before || Date.now() - t0 >= 1500, `warm pushes queried the queue settings (${before} -> ${after})`);
 });
 
 test('configure on another broker reaches this one within the cache lifetime', async () => {
