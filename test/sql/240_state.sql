@@ -38,7 +38,7 @@ SELECT pg_temp.ok_one(array_agg(version > (SELECT version FROM p3)), 'no ABA') F
 -- list: prefix, after, order, expired rows hidden
 SELECT FROM unnest(ARRAY['x/1', 'x/2', 'x/3', 'xa', 'w', 'x/', 'x']) k, LATERAL pg_temp.put(k, '0', NULL, NULL) p;
 UPDATE queen.kv SET expires_at = now() - interval '1 second' WHERE ns = pg_temp.qn('b') AND key = 'x/2';
-SELECT pg_temp.ok(string_agg(key, ',' ORDER BY key) = 'x/,x/1,x/3', 'prefix x/: ' || string_agg(key, ',' ORDER BY key))
+SELECT pg_temp.ok(string_agg(key, ',' ORDER BY key) = 'x/,x/1,x/3', 'prefix x/: ' || coalesce(string_agg(key, ',' ORDER BY key), 'no row'))
   FROM queen.kv_list('', pg_temp.qn('b'), 'x/', NULL, 100);
 SELECT pg_temp.ok(string_agg(key, ',' ORDER BY key) = 'x/3,xa', 'after x/1, limit 2')
   FROM queen.kv_list('', pg_temp.qn('b'), 'x', 'x/1', 2);
@@ -73,7 +73,7 @@ CREATE TEMP TABLE t2 AS SELECT * FROM pg_temp.tc(pg_temp.qn('t2'), pg_temp.qn('t
 SELECT pg_temp.ok(count(*) = 1, 'due list has the past timer')
   FROM queen.timer_due(0, 1000) d WHERE d.id = (SELECT id FROM t2);
 CREATE TEMP TABLE f1 AS SELECT * FROM queen.timer_fire(ARRAY[(SELECT id FROM t1), (SELECT id FROM t2), -1]);
-SELECT pg_temp.ok(string_agg(status, ',' ORDER BY status) = 'early,fired,gone', 'fire statuses: ' || string_agg(status, ','))
+SELECT pg_temp.ok(string_agg(status, ',' ORDER BY status) = 'early,fired,gone', 'fire statuses: ' || coalesce(string_agg(status, ','), 'no row'))
   FROM f1;
 SELECT pg_temp.ok_one(array_agg(queue = pg_temp.qn('tq')), 'fired row names its queue') FROM f1 WHERE status = 'fired';
 SELECT pg_temp.ok(count(*) = 1 AND min(m.txn_id) = 'tx-' || pg_temp.qn('t2')
