@@ -115,7 +115,7 @@ SELECT pg_temp.ok(count(*) = 1 AND bool_and(m.is_encrypted)
                   AND min(convert_from(m.payload, 'UTF8')) = '{"encrypted":"AA=="}', 'fired message is_encrypted')
   FROM queen.messages m JOIN queen.partitions p ON p.id = m.partition_id JOIN queen.queues q ON q.id = p.queue_id
  WHERE q.name = pg_temp.qn('tqe');
-SELECT pg_temp.ok(bool_and(NOT m.is_encrypted), 'plaintext timer message is not is_encrypted')
+SELECT pg_temp.ok_count(array_agg(NOT m.is_encrypted), 1, 'plaintext timer message is not is_encrypted')
   FROM queen.messages m JOIN queen.partitions p ON p.id = m.partition_id JOIN queen.queues q ON q.id = p.queue_id
  WHERE q.name = pg_temp.qn('tq');
 SELECT pg_temp.ok_one(array_agg(status = 'fired'), 'same digest after firing: fired')
