@@ -8,7 +8,7 @@ import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import crypto from 'node:crypto';
 import {
-    startBroker, http, psql, sleep, waitFor, pgStop, pgStart, configureQueue, pushItems, pop as popRoute,
+    startBroker, http, psql, sleep, waitFor, pgStop, pgStart, warmUp, configureQueue, pushItems, pop as popRoute,
     ack as ackRoute, ackBatch, setMaintenance,
 } from './lib.mjs';
 
@@ -479,6 +479,8 @@ test('pops fail fast with 503 while the database is down', async () => {
         await pgStart();
     }
     await waitFor(async () => (await http(`${U}/health`)).status === 200, 30000, 200);
+    //  Until the spool has reported after the outage, pushes are buffered.
+    await warmUp(U);
     await push([{ queue: 'outage', payload: 'back' }]);
     const res = await waitFor(async () => {
         const r = await pop('outage');
