@@ -6,7 +6,7 @@
 
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { startBroker, http, psql, sleep, request, popMessages, ackBatch, ackFor } from './lib.mjs';
+import { startBroker, http, psql, sleep, waitFor, request, popMessages, ackBatch, ackFor } from './lib.mjs';
 
 let broker;
 let U;
@@ -149,8 +149,10 @@ test('bad values are 400s naming the field; nothing is stored', async () => {
 
 test('a delayed push that goes through the spool keeps its delay when replayed', async () => {
     const Q = 'dl.spool';
-    const maint = (enabled) => http(`${U}/api/v1/system/maintenance`, { method: 'POST', body: { enabled } });
+    const maint = (enabled) => request(U, '/api/v1/system/maintenance', { method: 'POST', body: { enabled } });
     assert.equal((await maint(true)).status, 200);
+    //  The flag reaches the write path as an event: wait until pushes buffer.
+    await waitFor(async () => (await push([{ queue: `${Q}-probe`, payload: 0 }]))[0].status === 'buffered', 10000, 50);
     const t0 = Date.now();
     const res = await push([{ queue: Q, payload: { v: 1 }, delayMs: 2500, transactionId: 'dl-spool-1' }]);
     assert.equal(res[0].status, 'buffered');
