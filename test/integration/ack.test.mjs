@@ -6,7 +6,10 @@
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import crypto from 'node:crypto';
-import { http, psql, startBroker, sleep, waitFor, warmUp, configureQueue, pushItems } from './lib.mjs';
+import {
+    http, psql, startBroker, sleep, waitFor, warmUp, configureQueue, pushItems, popMessages,
+    ackFor, request, ackBatch as ackBatchRoute, dlqList, extendLease,
+} from './lib.mjs';
 
 let b;                          //  The broker of this file
 
@@ -20,7 +23,6 @@ after(async () => {
         await b.stop();
 });
 
-const lit = (s) => `'${String(s).replace(/'/g, "''")}'`;
 const sql = (text) => psql(text, { db: b.db });
 const post = (p, body, opts = {}) => http(`${b.url}${p}`, { method: 'POST', body, ...opts });
 const TS_MS = /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/;
@@ -31,33 +33,10 @@ async function configure (queue, options) {
 
 const push = (queue, items) => pushItems(b.url, items.map((it) => ({ queue, ...it })));
 
-//  Pops through GET /api/v1/pop/queue/:q[/partition/:p] when the route
-//  exists, else through queen.pop in SQL (the pop routes are written
-//  separately). Resolves to the messages (each with its leaseId).
-async function pop (queue, { batch = 1, group, partition, partitions } = {}) {
-    const qs = new URLSearchParams({ batch: String(batch), wait: 'false' });
-    if (group)
-        qs.set('consumerGroup', group);
-    if (partitions)
-        qs.set('partitions', String(partitions));
-    const p = partition
-        ? `/api/v1/pop/queue/${encodeURIComponent(queue)}/partition/${encodeURIComponent(partition)}`
-        : `/api/v1/pop/queue/${encodeURIComponent(queue)}`;
-    const res = await http(`${b.url}${p}?${qs}`);
-    if (!(res.status === 404 && res.body && res.body.error === 'Not found')) {
-        assert.ok(res.status === 200 || res.status === 204, `pop: ${res.status} ${res.raw}`);
-        return res.status === 204 ? [] : res.body.messages;
-    }
-    const lease = crypto.randomUUID();
-    const out = await sql(`SELECT json_build_object('id', queen.uuid_of(1, seq),
-        'transactionId', COALESCE(txn_id, queen.uuid_of(1, seq)::text),
-        'partitionId', queen.uuid_of(2, partition_id), 'partition', partition_name,
-        'leaseId', '${lease}', 'data', convert_from(payload, 'UTF8')::json)::text
-        FROM queen.pop('', ${lit(queue)}, ${partition ? lit(partition) : 'NULL'},
-                       ${lit(group || '__QUEUE_MODE__')}, NULL, NULL, ${batch}, ${partitions || 1}, '${lease}', false)
-        WHERE seq IS NOT NULL ORDER BY seq`);
-    return out ? out.split('\n').map((line) => JSON.parse(line)) : [];
-}
+//  Pops through GET /api/v1/pop/queue/:q[/partition/:p]; resolves to the
+//  messages (each with its leaseId).
+const pop = (queue, { batch = 1, group, partition, partitions } = {}) =>
+    popMessages(b.url, queue, { batch, consumerGroup: group, partition, partitions });
 
 //  Pops until something comes (a failed ack may delay redelivery by the
 //  queue's retryDelay).
@@ -66,12 +45,20 @@ const popSome = (queue, opts) => waitFor(async () => {
     return msgs.length ? msgs : null;
 }, 10000, 100);
 
-const ackOf = (m, extra = {}) => ({
-    transactionId: m.transactionId, partitionId: m.partitionId, leaseId: m.leaseId, ...extra,
-});
-const ack = (m, extra = {}) => post('/api/v1/ack', { consumerGroup: null, error: null, ...ackOf(m, extra) });
-const ackBatch = (msgs, extra = {}, group = null) =>
-    post('/api/v1/ack/batch', { consumerGroup: group, acknowledgments: msgs.map((m) => ackOf(m, extra)) });
+const ackOf = (m, extra = {}) => ackFor(m, extra);
+//  POST /api/v1/ack (expects 200 and one result); resolves to the response.
+const ack = async (m, extra = {}) => {
+    const res = await request(b.url, '/api/v1/ack', {
+        method: 'POST', body: { consumerGroup: null, error: null, ...ackOf(m, extra) },
+    });
+    assert.equal(res.body.length, 1, res.raw);
+    return res;
+};
+//  POST /api/v1/ack/batch (expects 200 and one result per message).
+const ackBatch = async (msgs, extra = {}, group = null) => {
+    const body = await ackBatchRoute(b.url, msgs.map((m) => ackOf(m, extra)), { consumerGroup: group });
+    return { status: 200, body, raw: JSON.stringify(body) };
+};
 
 test('ack completed: result shape, and the released lease lets the next pop in', async () => {
     await configure('a-basic', { leaseTime: 30 });
@@ -184,9 +171,9 @@ test('ack failed: retried up to retryLimit, then dead-lettered; dlq and retry st
     assert.deepEqual(await pop('a-retry'), [], 'the cursor moved past the dead letter');
     assert.equal(await sql(`SELECT d.txn_id || '|' || d.error || '|' || d.consumer_group FROM queen.dead_letters d
                             JOIN queen.queues q ON q.id = d.queue_id WHERE q.name = 'a-retry'`), 'rt-1|boom-2|__QUEUE_MODE__');
-    const dlqRoute = await http(`${b.url}/api/v1/dlq?queue=a-retry`);
-    if (dlqRoute.status === 200 && Array.isArray(dlqRoute.body.messages))
-        assert.ok(dlqRoute.body.messages.some((d) => String(d.errorMessage || '').includes('boom-2')), dlqRoute.raw);
+    const dlqRoute = await dlqList(b.url, 'queue=a-retry');
+    assert.equal(dlqRoute.messages.length, 1, JSON.stringify(dlqRoute));
+    assert.match(String(dlqRoute.messages[0].errorMessage), /boom-2/);
 
     //  dlq: dead-lettered at once (no error text: "Retries exhausted").
     await configure('a-dlq', { retryLimit: 5 });
@@ -245,6 +232,7 @@ test('ack/batch: 100 failed acks of one batch count as one retry', async () => {
         assert.deepEqual(msgs.map((m) => m.data), Array.from({ length: 100 }, (_, i) => i));
         if (attempt === 3) {
             const done = await ackBatch(msgs, { status: 'completed' });
+            assert.equal(done.body.length, 100);
             assert.ok(done.body.every((r) => r.success && !r.dlq), done.raw.slice(0, 300));
             assert.equal(done.body[99].leaseReleased, true);
             break;
@@ -269,6 +257,7 @@ test('ack/batch: the request consumerGroup applies to every item', async () => {
         [[false, 'Invalid or expired lease'], [false, 'Invalid or expired lease']], wrong.raw);
     assert.deepEqual(await pop('a-group', { group: 'workers' }), [], 'the workers lease is untouched');
     const res = await ackBatch(msgs, {}, 'workers');
+    assert.equal(res.body.length, 2);
     assert.ok(res.body.every((r) => r.success), res.raw);
     assert.equal(res.body[1].leaseReleased, true);
     //  Queue mode is a different group: it still gets both messages.
@@ -342,9 +331,6 @@ test('lease extend: unknown and expired leases, bad input', async () => {
     await configure('a-lease-done', {});
     await push('a-lease-done', [{ payload: 1 }]);
     const [d] = await pop('a-lease-done');
-    await ack(d);
-    await waitFor(async () => {
-        const r = await post(`/api/v1/lease/${d.leaseId}/extend`, {});
-        return r.body[0].success === false;
-    }, 5000);
+    assert.equal((await ack(d)).body[0].success, true);
+    await waitFor(async () => (await extendLease(b.url, d.leaseId)).success === false, 5000);
 });

@@ -5,7 +5,9 @@
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import crypto from 'node:crypto';
-import { startBroker, http, sleep, psql, settle, configureQueue, pushItems, popPath } from './lib.mjs';
+import {
+    startBroker, http, sleep, psql, settle, configureQueue, pushItems, popPath, ack as ackRoute, ackFor,
+} from './lib.mjs';
 
 let broker;
 let url;
@@ -22,16 +24,7 @@ const push = (items) => pushItems(url, items, { queued: true });
 //  queue may be "queue/partition/<name>" for a partition pop.
 const pop = (queue, query = '') => popPath(url, queue, query);
 
-async function ack (msg, status = 'completed', extra = {}) {
-    const res = await http(`${url}/api/v1/ack`, {
-        method: 'POST',
-        body: { transactionId: msg.transactionId, partitionId: msg.partitionId, leaseId: msg.leaseId,
-                status, ...extra },
-    });
-    assert.equal(res.status, 200, res.raw);
-    assert.equal(res.body[0].success, true, res.raw);
-    return res.body[0];
-}
+const ack = (msg, status = 'completed', extra = {}) => ackRoute(url, ackFor(msg, { status, ...extra }), { success: true });
 
 function assertError (res, status, field) {
     assert.equal(res.status, status, `${res.status} ${res.raw}`);
@@ -252,9 +245,11 @@ test('messages of named groups: bus status', async () => {
         { queue: 'bus.q', payload: 2, transactionId: 'b2' },
     ]);
     const a = await pop('bus.q', '&consumerGroup=ga&batch=2');
+    assert.equal(a.length, 2);
     for (const m of a)
         await ack(m, 'completed', { consumerGroup: 'ga' });
     const b = await pop('bus.q', '&consumerGroup=gb&batch=1');
+    assert.equal(b.length, 1);
     await ack(b[0], 'completed', { consumerGroup: 'gb' });
     const res = await get('/api/v1/messages?queue=bus.q');
     assert.deepEqual(res.body.mode, { hasQueueMode: false, busGroupsCount: 2, type: 'bus' });

@@ -16,7 +16,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
-import { startBroker, http, psql, sleep, waitFor, PG_HOST, PG_PORT } from './lib.mjs';
+import { startBroker, http, psql, sleep, waitFor, PG_HOST, PG_PORT, pushItems, warmUp } from './lib.mjs';
 
 const execFileP = promisify(execFile);
 const Q = 'card';
@@ -98,10 +98,7 @@ test('one queue grows to 50,000 partitions under steady load; the serve path ign
     broker = await startBroker({ env: { LOG_LEVEL: 'warn' } });
     const U = broker.url;
     //  A fresh broker spools pushes until the spool's first report
-    await waitFor(async () => {
-        const r = await http(`${U}/api/v1/push`, { method: 'POST', body: { items: [{ queue: 'warm-up', payload: 0 }] } });
-        return r.status === 201 && r.body[0].status === 'queued';
-    }, 20000, 100);
+    await warmUp(U);
 
     const pushed = new Set();       //  "partition/seq-in-payload" of every message pushed by HTTP
     const seen = new Map();         //  Same key -> times delivered
@@ -113,10 +110,7 @@ test('one queue grows to 50,000 partitions under steady load; the serve path ign
     let hotSeq = 0;
 
     async function push (items) {
-        const r = await http(`${U}/api/v1/push`, { method: 'POST', body: { items }, timeoutMs: 60000 });
-        assert.equal(r.status, 201, r.raw.slice(0, 500));
-        for (const x of r.body)
-            assert.equal(x.status, 'queued', JSON.stringify(x));
+        await pushItems(U, items, { queued: true, timeoutMs: 60000 });
         for (const it of items)
             pushed.add(`${it.partition}/${it.payload.k}`);
     }

@@ -10,7 +10,9 @@
 
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { startBroker, http, psql, waitFor, configureQueue, pushItems } from './lib.mjs';
+import {
+    startBroker, http, psql, waitFor, configureQueue, pushItems, popMessages, ackBatch, ackFor,
+} from './lib.mjs';
 
 let broker;
 let U;
@@ -30,26 +32,12 @@ const configure = (queue, options = {}, extra = {}) => configureQueue(U, queue, 
 const push = (items) => pushItems(U, items, { queued: true });
 
 //  Pops without waiting; resolves to the messages (empty on 204).
-async function pop (queue, params = {}, partition) {
-    const qs = new URLSearchParams({ wait: 'false', ...params }).toString();
-    const path = partition === undefined ? `/api/v1/pop/queue/${queue}`
-        : `/api/v1/pop/queue/${queue}/partition/${partition}`;
-    const res = await http(`${U}${path}?${qs}`);
-    if (res.status === 204)
-        return [];
-    assert.equal(res.status, 200, res.raw);
-    return res.body.messages;
-}
+const pop = (queue, params = {}, partition) => popMessages(U, queue, { ...params, partition });
 
 async function ack (messages, group) {
-    const acknowledgments = messages.map((m) => ({
-        transactionId: m.transactionId, partitionId: m.partitionId, leaseId: m.leaseId, status: 'completed',
-    }));
-    const res = await http(`${U}/api/v1/ack/batch`, {
-        method: 'POST', body: { acknowledgments, ...(group ? { consumerGroup: group } : {}) },
-    });
-    assert.equal(res.status, 200, res.raw);
-    assert.ok(res.body.every((r) => r.success), res.raw);
+    assert.ok(messages.length > 0, 'nothing to ack');
+    await ackBatch(U, messages.map((m) => ackFor(m, { status: 'completed' })),
+        { ...(group ? { consumerGroup: group } : {}), success: true });
 }
 
 function values (messages) {

@@ -4,7 +4,9 @@
 
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { startBroker, http, sleep, settle, configureQueue, pushItems, popPath } from './lib.mjs';
+import {
+    startBroker, http, sleep, settle, configureQueue, pushItems, popPath, ack as ackRoute, ackFor, dlqList,
+} from './lib.mjs';
 
 let broker;
 let url;
@@ -22,16 +24,8 @@ async function configure (queue, options = {}) {
 const push = (items) => pushItems(url, items);
 const pop = (path, query = '') => popPath(url, path, query);
 
-async function ack (msg, status, extra = {}) {
-    const res = await http(`${url}/api/v1/ack`, {
-        method: 'POST',
-        body: { transactionId: msg.transactionId, partitionId: msg.partitionId, leaseId: msg.leaseId,
-                status, consumerGroup: msg.consumerGroup, ...extra },
-    });
-    assert.equal(res.status, 200, res.raw);
-    assert.equal(res.body[0].success, true, res.raw);
-    return res.body[0];
-}
+const ack = (msg, status, extra = {}) =>
+    ackRoute(url, ackFor(msg, { status, consumerGroup: msg.consumerGroup, ...extra }), { success: true });
 
 //  Pops one message and fails it until it is dead-lettered (retryLimit
 //  failures are redelivered first). Returns the attempts made.
@@ -46,11 +40,7 @@ async function failUntilDead (path, query, error) {
     throw new Error('never dead-lettered');
 }
 
-async function dlq (query) {
-    const res = await get(`/api/v1/dlq?${query}`);
-    assert.equal(res.status, 200, res.raw);
-    return res.body;
-}
+const dlq = (query) => dlqList(url, query);
 
 before(async () => {
     broker = await startBroker();
@@ -232,6 +222,7 @@ test('DELETE /api/v1/dlq removes entries by filter, ids in the query or a body',
     await configure('dd.q', { retryLimit: 0, retryDelay: 0 });
     await push([1, 2, 3, 4].map((n) => ({ queue: 'dd.q', payload: n, transactionId: `d${n}` })));
     const got = await pop('dd.q', '&batch=4');
+    assert.equal(got.length, 4);
     for (const m of got)
         await ack(m, 'failed', { error: 'e' });
     let body = await dlq('queue=dd.q');

@@ -19,7 +19,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { spawnSync } from 'node:child_process';
 import {
-    BIN, startBroker, createDatabase, http, psql, waitFor, pgStop, pgStart,
+    BIN, startBroker, createDatabase, http, psql, waitFor, pgStop, pgStart, pushItems, configureQueue,
 } from './lib.mjs';
 
 const KEY_A = crypto.randomBytes(32).toString('hex');
@@ -58,18 +58,16 @@ function push (url, items) {
 }
 
 async function pushOk (url, items, status = 'queued') {
-    const res = await push(url, items);
-    assert.equal(res.status, 201, res.raw);
-    for (const r of res.body)
-        assert.equal(r.status, status, res.raw);
-    return res.body;
+    const body = await pushItems(url, items);
+    for (const r of body)
+        assert.equal(r.status, status, JSON.stringify(body));
+    return body;
 }
 
 async function configure (url, queue, options) {
-    const res = await http(`${url}/api/v1/configure`, { method: 'POST', body: { queue, options } });
-    assert.equal(res.status, 200, res.raw);
-    assert.equal(res.body.options.encryptionEnabled, !!options.encryptionEnabled);
-    return res.body;
+    const body = await configureQueue(url, queue, options);
+    assert.equal(body.options.encryptionEnabled, !!options.encryptionEnabled);
+    return body;
 }
 
 function pop (url, queue, params = {}) {
@@ -109,7 +107,8 @@ async function counter (url, name) {
     const res = await http(`${url}/metrics/prometheus`);
     assert.equal(res.status, 200);
     const m = res.raw.match(new RegExp(`^queen_${name} (\\d+)$`, 'm'));
-    return m ? Number(m[1]) : 0;
+    assert.ok(m, `no queen_${name} in /metrics/prometheus`);
+    return Number(m[1]);
 }
 
 //  Every byte of every file under dir.
@@ -226,8 +225,8 @@ test('queue settings cache: configure applies at once, new queues are plain, war
     for (let i = 1; i <= 5; i++)
         await pushOk(A.url, [{ queue: 'enc', payload: { warm: i } }]);
     const after = await counter(A.url, 'queue_settings_queries');
-    if (Date.now() - t0 < 1500)
-        assert.equal(after, before, 'warm pushes queried the queue settings');
+    //  (After the cache lifetime a query is allowed: only a slow run gets there.)
+    assert.ok(after === before || Date.now() - t0 >= 1500, `warm pushes queried the queue settings (${before} -> ${after})`);
 });
 
 test('configure on another broker reaches this one within the cache lifetime', async () => {

@@ -28,6 +28,7 @@ import os from 'node:os';
 import path from 'node:path';
 import {
     startBroker, createDatabase, http, psql, pgStop, pgStart, pgFreeze, pgThaw, waitFor, sleep,
+    configureQueue, setMaintenance, popMessages, ackBatch, ackFor,
 } from './lib.mjs';
 
 const KILLS = Number(process.env.QN_FAULTS_KILLS || 20);
@@ -114,35 +115,20 @@ async function drain (url, q, want, timeoutMs = 60000) {
     const deadline = Date.now() + timeoutMs;
     const missing = () => [...want].some((t) => !got.has(t));
     while (missing() && Date.now() < deadline) {
-        const res = await http(`${url}/api/v1/pop/queue/${q}?batch=1000&partitions=100&wait=true&timeout=1000`);
-        if (res.status === 204)
+        const msgs = await popMessages(url, q, { batch: 1000, partitions: 100, wait: true, timeout: 1000 });
+        if (!msgs.length)
             continue;
-        assert.equal(res.status, 200, res.raw);
-        for (const m of res.body.messages)
+        for (const m of msgs)
             got.add(m.transactionId);
-        const ack = await http(`${url}/api/v1/ack/batch`, {
-            method: 'POST',
-            body: { acknowledgments: res.body.messages.map((m) => ({
-                transactionId: m.transactionId, partitionId: m.partitionId, leaseId: m.leaseId,
-                status: 'completed',
-            })) },
-        });
-        assert.equal(ack.status, 200, ack.raw);
-        assert.ok(ack.body.every((a) => a.success), ack.raw);
+        await ackBatch(url, msgs.map((m) => ackFor(m, { status: 'completed' })), { success: true });
     }
     return got;
 }
 
-async function configure (url, queue, options) {
-    const res = await http(`${url}/api/v1/configure`, { method: 'POST', body: { queue, options } });
-    assert.equal(res.status, 200, res.raw);
-}
+const configure = (url, queue, options) => configureQueue(url, queue, options);
 
 // ------------------------------------------------------------------ SIGKILL loop
-async function maintenance (url, enabled) {
-    const res = await http(`${url}/api/v1/system/maintenance`, { method: 'POST', body: { enabled } });
-    assert.equal(res.status, 200, res.raw);
-}
+const maintenance = (url, enabled) => setMaintenance(url, enabled);
 
 //  Acks one message; a broker killed meanwhile is not an error here.
 async function ackOne (url, m) {

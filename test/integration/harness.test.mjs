@@ -1,14 +1,14 @@
 //  test/integration/harness.test.mjs - checks the helpers in lib.mjs against
-//  the throwaway PostgreSQL (and the broker, when it has been built).
+//  the throwaway PostgreSQL and the broker (which must have been built).
 
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import fs from 'node:fs';
 import http_ from 'node:http';
 import net from 'node:net';
 import {
-    BIN, PG_PORT, freePort, createDatabase, psql, pgStop, pgStart, pgFreeze,
-    pgThaw, http, sleep, waitFor, startBroker,
+    PG_PORT, freePort, createDatabase, psql, pgStop, pgStart, pgFreeze,
+    pgThaw, http, sleep, waitFor, startBroker, request, configureQueue, pushItems, pop, popMessages,
+    popPath, ack, ackBatch, transaction, extendLease, setMaintenance, getMaintenance, buffers, dlqList,
 } from './lib.mjs';
 
 //  psql with a short connect timeout, for probing a stopped/frozen server.
@@ -123,17 +123,52 @@ test('waitFor polls until truthy and times out otherwise', async () => {
     assert.ok(Date.now() - started >= 45);
 });
 
-const haveBroker = fs.existsSync(BIN);
+test('startBroker waits for /health and stop() returns the exit code', async () => {
+    const broker = await startBroker();
+    try {
+        const res = await http(`${broker.url}/health`);
+        assert.equal(res.status, 200);
+        assert.equal(res.body.status, 'healthy');
+        assert.equal(res.body.database, 'connected');
+    } finally {
+        assert.equal(await broker.stop(), 0, `broker output:\n${broker.logs()}`);
+    }
+});
 
-test('startBroker waits for /health and stop() returns the exit code',
-    { skip: haveBroker ? false : `${BIN} not built` }, async () => {
-        const broker = await startBroker();
-        try {
-            const res = await http(`${broker.url}/health`);
-            assert.equal(res.status, 200);
-            assert.equal(res.body.status, 'healthy');
-            assert.equal(res.body.database, 'connected');
-        } finally {
-            assert.equal(await broker.stop(), 0, `broker output:\n${broker.logs()}`);
-        }
+//  Every request helper throws, with the status and the response text,
+//  when its route answers anything but what it expects - here a server
+//  that answers 404 "Not found" to everything (a route that is missing).
+test('request helpers fail when the route is missing (404)', async (t) => {
+    const srv = http_.createServer((req, res) => {
+        req.resume();
+        req.on('end', () => {
+            res.writeHead(404, { 'Content-Type': 'application/json' });
+            res.end('{"error":"Not found"}');
+        });
     });
+    const port = await freePort();
+    await new Promise((resolve) => srv.listen(port, '127.0.0.1', resolve));
+    t.after(() => new Promise((resolve) => srv.close(resolve)));
+    const url = `http://127.0.0.1:${port}`;
+    const m = { transactionId: 't', partitionId: '00000002-0000-8000-8000-000000000001', leaseId: null };
+    const calls = {
+        request: () => request(url, '/x'),
+        configureQueue: () => configureQueue(url, 'q', {}),
+        pushItems: () => pushItems(url, [{ queue: 'q' }]),
+        pop: () => pop(url, 'q'),
+        popMessages: () => popMessages(url, 'q', { partition: 'p' }),
+        popPath: () => popPath(url, 'q'),
+        ack: () => ack(url, m),
+        ackBatch: () => ackBatch(url, [m]),
+        transaction: () => transaction(url, [{ type: 'push', items: [{ queue: 'q' }] }]),
+        extendLease: () => extendLease(url, '00000000-0000-4000-8000-000000000000'),
+        setMaintenance: () => setMaintenance(url, true),
+        setPopMaintenance: () => setMaintenance(url, true, { pop: true }),
+        getMaintenance: () => getMaintenance(url),
+        buffers: () => buffers(url),
+        dlqList: () => dlqList(url, 'queue=q'),
+    };
+    for (const [name, call] of Object.entries(calls))
+        await assert.rejects(call(), /got 404: \{"error":"Not found"\}/, name);
+    assert.equal(Object.keys(calls).length, 15);
+});

@@ -9,21 +9,29 @@
 //  frozen PostgreSQL is thawed and a stopped one restarted, so one failing
 //  file cannot break the files after it.
 //
-//  Shared client helpers (each takes the broker's url first; they assert
-//  the expected status with node:assert):
+//  Shared client helpers (each takes the broker's url first and asserts
+//  the status it expects, throwing with the response text otherwise: a
+//  test never falls back to SQL or skips when a route answers 404):
 //    warmUp(url, headers)      waits until a push goes straight to PostgreSQL
 //                              (a fresh broker buffers pushes until the
 //                              spool's first report)
 //    settle(url)               the same, then waits for an empty spool and
 //                              drops the probe queue, so counts start clean
-//    configureQueue(url, queue, options, extra)   POST /api/v1/configure,
-//                              expects 200, resolves to the body
-//    pushItems(url, items, { queued })            POST /api/v1/push, expects
-//                              201 (and every item "queued" when queued is
-//                              true), resolves to the body
-//    popPath(url, path, query) GET /api/v1/pop/queue/<path>?wait=false<query>,
-//                              expects 200 or 204, resolves to the messages
-//                              ([] on 204)
+//    expectStatus(res, expect) asserts a response's status
+//    request(url, path, { method, body, headers, expect })   any route
+//    configureQueue(url, queue, options, extra)   POST /api/v1/configure
+//    pushItems(url, items, { queued })            POST /api/v1/push (201)
+//    pop(url, queue, { partition, expect, ...params })  GET /api/v1/pop/...
+//                              (200 or 204), the response plus `messages`
+//    popMessages(...)          the same, the messages only
+//    popPath(url, path, query) GET /api/v1/pop/queue/<path>?wait=false<query>
+//    ackFor(message, extra)    the acknowledgment of a popped message
+//    ack(url, body), ackBatch(url, acks, { consumerGroup })   POST /api/v1/ack[/batch]
+//    transaction(url, operations, extra)          POST /api/v1/transaction
+//    extendLease(url, leaseId, body)              POST /api/v1/lease/:id/extend
+//    setMaintenance(url, enabled, { pop }), getMaintenance(url)
+//    buffers(url)              GET /api/v1/status/buffers
+//    dlqList(url, query)       GET /api/v1/dlq
 
 import assert from 'node:assert/strict';
 import { spawn, execFile, execFileSync } from 'node:child_process';
@@ -453,31 +461,170 @@ export async function settle (url) {
     assert.equal(r.status, 200, r.raw);
 }
 
-//  POST /api/v1/configure { queue, options, ...extra }; expects 200.
-export async function configureQueue (url, queue, options, extra = {}) {
-    const res = await http(`${url}/api/v1/configure`, { method: 'POST', body: { queue, options, ...extra } });
-    assert.equal(res.status, 200, res.raw);
+//  ------------------------------------------------------------------
+//  Request helpers. Each one sends one request with http(), asserts the
+//  status it expects (a number or a list; `expect` overrides) and throws
+//  with the method, path, status and response text otherwise - so a route
+//  that is missing (404) or broken fails the test instead of being worked
+//  around. They take the broker's url first; `headers` go with the request.
+
+//  Asserts res.status is `expect` (a number or an array of numbers).
+export function expectStatus (res, expect, what = 'request') {
+    const want = Array.isArray(expect) ? expect : [expect];
+    if (!want.includes(res.status)) {
+        throw new assert.AssertionError({
+            message: `${what}: expected HTTP ${want.join(' or ')}, got ${res.status}: ${String(res.raw).slice(0, 2000)}`,
+            actual: res.status, expected: expect, operator: 'expectStatus',
+        });
+    }
+    return res;
+}
+
+//  One request (method, path, body, headers, timeoutMs as http()), its
+//  status asserted (expect, default 200). Resolves to the response.
+export async function request (url, path, { method = 'GET', body, headers = {}, timeoutMs, expect = 200 } = {}) {
+    const res = await http(`${url}${path}`, { method, body, headers, ...(timeoutMs ? { timeoutMs } : {}) });
+    return expectStatus(res, expect, `${method} ${path.slice(0, 200)}`);
+}
+
+//  POST /api/v1/configure { queue, options, ...extra }; expects 200 and
+//  configured: true. Resolves to the body.
+export async function configureQueue (url, queue, options = {}, extra = {}, { headers } = {}) {
+    const res = await request(url, '/api/v1/configure', {
+        method: 'POST', body: { queue, options, ...extra }, headers,
+    });
+    assert.equal(res.body.configured, true, res.raw);
     return res.body;
 }
 
-//  POST /api/v1/push { items }; expects 201, and with queued: true every
-//  item committed directly.
-export async function pushItems (url, items, { queued = false } = {}) {
-    const res = await http(`${url}/api/v1/push`, { method: 'POST', body: { items } });
-    assert.equal(res.status, 201, res.raw);
+//  POST /api/v1/push { items }; expects 201 and one result per item, and
+//  with queued: true every item committed directly. Resolves to the body.
+export async function pushItems (url, items, { queued = false, headers, timeoutMs } = {}) {
+    const res = await request(url, '/api/v1/push', {
+        method: 'POST', body: { items }, headers, timeoutMs, expect: 201,
+    });
+    assert.ok(Array.isArray(res.body), res.raw.slice(0, 2000));
+    assert.equal(res.body.length, items.length, res.raw.slice(0, 2000));
     if (queued) {
         for (const r of res.body)
-            assert.equal(r.status, 'queued', res.raw);
+            assert.equal(r.status, 'queued', res.raw.slice(0, 2000));
     }
     return res.body;
 }
 
+//  The pop path of a queue, or of one of its partitions.
+export function popRoute (queue, partition) {
+    const q = `/api/v1/pop/queue/${encodeURIComponent(queue)}`;
+    return partition === undefined || partition === null ? q : `${q}/partition/${encodeURIComponent(partition)}`;
+}
+
+//  GET /api/v1/pop/queue/<queue>[/partition/<partition>]?<params>; expects
+//  200 or 204 (expect overrides). params are query parameters (wait defaults
+//  to false). Resolves to the response with `messages` added ([] on 204).
+export async function pop (url, queue, { partition, headers, timeoutMs = 60000, expect = [200, 204], ...params } = {}) {
+    const qs = new URLSearchParams(Object.fromEntries(
+        Object.entries({ wait: false, ...params }).filter(([, v]) => v !== undefined && v !== null)
+            .map(([k, v]) => [k, String(v)]))).toString();
+    const res = await request(url, `${popRoute(queue, partition)}?${qs}`, { headers, timeoutMs, expect });
+    if (res.status === 200) {
+        assert.ok(Array.isArray(res.body?.messages), res.raw.slice(0, 2000));
+        assert.ok(res.body.messages.length > 0, `a 200 pop carries messages: ${res.raw}`);
+        res.messages = res.body.messages;
+    } else if (res.status === 204) {
+        assert.equal(res.raw, '', 'a 204 pop has no body');
+        res.messages = [];
+    }
+    return res;
+}
+
+//  The same, resolving to the messages only.
+export async function popMessages (url, queue, opts = {}) {
+    return (await pop(url, queue, opts)).messages;
+}
+
 //  GET /api/v1/pop/queue/<path>?wait=false<query> (path may be
-//  "queue/partition/<name>", query starts with "&"); [] on 204.
+//  "queue/partition/<name>", query starts with "&"); expects 200 or 204;
+//  resolves to the messages ([] on 204).
 export async function popPath (url, path, query = '') {
-    const res = await http(`${url}/api/v1/pop/queue/${path}?wait=false${query}`);
+    const res = await request(url, `/api/v1/pop/queue/${path}?wait=false${query}`, { expect: [200, 204] });
     if (res.status === 204)
         return [];
-    assert.equal(res.status, 200, res.raw);
+    assert.ok(Array.isArray(res.body?.messages) && res.body.messages.length > 0, res.raw.slice(0, 2000));
     return res.body.messages;
+}
+
+//  The acknowledgment of a popped message (transactionId, partitionId,
+//  leaseId), with extra fields (status, error, consumerGroup, ...).
+export function ackFor (m, extra = {}) {
+    return { transactionId: m.transactionId, partitionId: m.partitionId, leaseId: m.leaseId, ...extra };
+}
+
+//  POST /api/v1/ack with one acknowledgment (a body); expects 200 and one
+//  result. Resolves to that result; with success: true asserts it succeeded.
+export async function ack (url, body, { headers, success } = {}) {
+    const res = await request(url, '/api/v1/ack', { method: 'POST', body, headers });
+    assert.ok(Array.isArray(res.body) && res.body.length === 1, res.raw);
+    if (success !== undefined)
+        assert.equal(res.body[0].success, success, res.raw);
+    return res.body[0];
+}
+
+//  POST /api/v1/ack/batch { consumerGroup, acknowledgments }; expects 200
+//  and one result per acknowledgment (every one successful with
+//  success: true). Resolves to the results.
+export async function ackBatch (url, acknowledgments, { consumerGroup, headers, success } = {}) {
+    const body = { acknowledgments };
+    if (consumerGroup !== undefined)
+        body.consumerGroup = consumerGroup;
+    const res = await request(url, '/api/v1/ack/batch', { method: 'POST', body, headers });
+    assert.ok(Array.isArray(res.body), res.raw.slice(0, 2000));
+    assert.equal(res.body.length, acknowledgments.length, res.raw.slice(0, 2000));
+    if (success !== undefined) {
+        for (const r of res.body)
+            assert.equal(r.success, success, res.raw.slice(0, 2000));
+    }
+    return res.body;
+}
+
+//  POST /api/v1/transaction { operations, ...extra (requiredLeases) };
+//  expects 200. Resolves to the body ({ success, transactionId, results }).
+export async function transaction (url, operations, extra = {}, { headers } = {}) {
+    const res = await request(url, '/api/v1/transaction', { method: 'POST', body: { operations, ...extra }, headers });
+    assert.equal(typeof res.body?.success, 'boolean', res.raw);
+    return res.body;
+}
+
+//  POST /api/v1/lease/<leaseId>/extend (body, e.g. { seconds }); expects
+//  200 and one result. Resolves to that result.
+export async function extendLease (url, leaseId, body = {}) {
+    const res = await request(url, `/api/v1/lease/${leaseId}/extend`, { method: 'POST', body });
+    assert.ok(Array.isArray(res.body) && res.body.length === 1, res.raw);
+    return res.body[0];
+}
+
+//  POST /api/v1/system/maintenance[/pop] { enabled }; expects 200 and the
+//  flag echoed. Resolves to the body.
+export async function setMaintenance (url, enabled, { pop: popMode = false } = {}) {
+    const res = await request(url, `/api/v1/system/maintenance${popMode ? '/pop' : ''}`, {
+        method: 'POST', body: { enabled },
+    });
+    assert.equal(res.body[popMode ? 'popMaintenanceMode' : 'maintenanceMode'], enabled, res.raw);
+    return res.body;
+}
+
+//  GET /api/v1/system/maintenance; expects 200. Resolves to the body.
+export async function getMaintenance (url) {
+    return (await request(url, '/api/v1/system/maintenance')).body;
+}
+
+//  GET /api/v1/status/buffers; expects 200. Resolves to the body.
+export async function buffers (url) {
+    return (await request(url, '/api/v1/status/buffers')).body;
+}
+
+//  GET /api/v1/dlq?<query>; expects 200. Resolves to the body.
+export async function dlqList (url, query = '') {
+    const res = await request(url, `/api/v1/dlq${query ? `?${query}` : ''}`);
+    assert.ok(Array.isArray(res.body?.messages), res.raw.slice(0, 2000));
+    return res.body;
 }

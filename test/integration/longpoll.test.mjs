@@ -7,7 +7,7 @@
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import net from 'node:net';
-import { startBroker, http, psql, sleep, waitFor } from './lib.mjs';
+import { startBroker, http, psql, sleep, waitFor, configureQueue, pushItems, ack, ackFor } from './lib.mjs';
 
 let broker;
 let U;
@@ -22,16 +22,9 @@ after(async () => {
         await broker.stop();
 });
 
-async function configure (url, queue, options = {}) {
-    const res = await http(`${url}/api/v1/configure`, { method: 'POST', body: { queue, options } });
-    assert.equal(res.status, 200, res.raw);
-}
+const configure = (url, queue, options = {}) => configureQueue(url, queue, options);
 
-async function push (url, items) {
-    const res = await http(`${url}/api/v1/push`, { method: 'POST', body: { items } });
-    assert.equal(res.status, 201, res.raw);
-    return res.body;
-}
+const push = (url, items) => pushItems(url, items);
 
 function popUrl (url, queue, params = {}, partition) {
     const qs = new URLSearchParams(Object.fromEntries(
@@ -52,7 +45,8 @@ function longPoll (url, queue, params = {}, partition) {
 async function parked (url) {
     const res = await http(`${url}/metrics/prometheus`);
     const m = /^queen_parked_pops (\d+)$/m.exec(res.raw);
-    return m ? Number(m[1]) : 0;
+    assert.ok(m, `no queen_parked_pops in /metrics/prometheus (${res.status})`);
+    return Number(m[1]);
 }
 
 async function waitParked (url, n) {
@@ -79,12 +73,7 @@ test('a parked pop is answered promptly after a push', async (t) => {
         assert.deepEqual(res.body.messages.map((m) => m.data), [{ i }]);
         latencies.push(res.at - pushed);
         assert.ok(res.at - sent < 500, `woken ${res.at - sent} ms after the push was sent`);
-        const ack = await http(`${U}/api/v1/ack`, {
-            method: 'POST',
-            body: { transactionId: res.body.messages[0].transactionId,
-                    partitionId: res.body.messages[0].partitionId, leaseId: res.body.leaseId },
-        });
-        assert.equal(ack.status, 200);
+        await ack(U, ackFor(res.body.messages[0], { leaseId: res.body.leaseId }), { success: true });
     }
     t.diagnostic(`push response -> pop response: p50 ${percentile(latencies, 0.5)} ms, ` +
                  `max ${Math.max(...latencies)} ms (includes the HTTP client)`);

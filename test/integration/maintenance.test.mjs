@@ -9,31 +9,29 @@
 
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { startBroker, createDatabase, http, psql, waitFor } from './lib.mjs';
+import {
+    startBroker, createDatabase, http, psql, waitFor, pushItems, popMessages, getMaintenance,
+    setMaintenance as setMaintenanceRoute,
+} from './lib.mjs';
 
-function push (url, items) {
-    return http(`${url}/api/v1/push`, { method: 'POST', body: { items } });
+//  POST /api/v1/push; expects 201 and one result per item.
+async function push (url, items) {
+    const body = await pushItems(url, items);
+    return { status: 201, body, raw: JSON.stringify(body) };
 }
 
-function setMaintenance (url, enabled, which = '') {
-    return http(`${url}/api/v1/system/maintenance${which}`, { method: 'POST', body: { enabled } });
+//  POST /api/v1/system/maintenance[/pop]; expects 200 and the flag echoed.
+async function setMaintenance (url, enabled, which = '') {
+    const body = await setMaintenanceRoute(url, enabled, { pop: which === '/pop' });
+    return { status: 200, body, raw: JSON.stringify(body) };
 }
 
-async function maintenance (url) {
-    const res = await http(`${url}/api/v1/system/maintenance`);
-    assert.equal(res.status, 200, res.raw);
-    return res.body;
-}
+const maintenance = (url) => getMaintenance(url);
 
 async function count (db, q) {
     return Number(await psql(`SELECT count(*) FROM queen.messages m
         JOIN queen.partitions p ON p.id = m.partition_id
         JOIN queen.queues qq ON qq.id = p.queue_id WHERE qq.name = '${q}'`, { db }));
-}
-
-async function popRoute (url) {
-    const res = await http(`${url}/api/v1/pop/queue/nothing-here?wait=false`);
-    return !(res.status === 404 && res.body && res.body.error === 'Not found');
 }
 
 test('maintenance routes: shapes and validation', async () => {
@@ -111,11 +109,8 @@ test('push maintenance buffers pushes, pops keep working, off replays them all',
     assert.equal(await count(broker.db, q), 1, 'nothing reached PostgreSQL during maintenance');
 
     //  Pops keep working: the message pushed before maintenance is there.
-    if (await popRoute(broker.url)) {
-        res = await http(`${broker.url}/api/v1/pop/queue/${q}?wait=false&batch=10&autoAck=true`);
-        assert.equal(res.status, 200, res.raw);
-        assert.deepEqual(res.body.messages.map((x) => x.data.i), [-1]);
-    }
+    const early = await popMessages(broker.url, q, { batch: 10, autoAck: true });
+    assert.deepEqual(early.map((x) => x.data.i), [-1]);
 
     const off = Date.now();
     res = await setMaintenance(broker.url, false);
@@ -129,16 +124,14 @@ test('push maintenance buffers pushes, pops keep working, off replays them all',
         WHERE qq.name = '${q}' AND m.txn_id LIKE 'm-%' ORDER BY m.seq`, { db: broker.db }))
         .split('\n').map((line) => JSON.parse(line).i);
     assert.deepEqual(order, Array.from({ length: total }, (_, k) => k));
-    if (await popRoute(broker.url)) {
-        let got = 0;
-        for (let i = 0; i < 20 && got < total; i++) {
-            res = await http(`${broker.url}/api/v1/pop/queue/${q}?wait=false&batch=1000&autoAck=true`);
-            if (res.status === 204)
-                break;
-            got += res.body.messages.length;
-        }
-        assert.equal(got, total);
+    let got = 0;
+    for (let i = 0; i < 20 && got < total; i++) {
+        const msgs = await popMessages(broker.url, q, { batch: 1000, autoAck: true });
+        if (!msgs.length)
+            break;
+        got += msgs.length;
     }
+    assert.equal(got, total);
     //  Pushes go straight to PostgreSQL again.
     res = await push(broker.url, [{ queue: q, partition: 'p', payload: { i: 'after' } }]);
     assert.equal(res.body[0].status, 'queued');
@@ -147,10 +140,6 @@ test('push maintenance buffers pushes, pops keep working, off replays them all',
 
 test('pop maintenance answers every pop 204, without touching the messages', async () => {
     const broker = await startBroker();
-    if (!await popRoute(broker.url)) {
-        await broker.stop();
-        return;
-    }
     const q = 'popmaint';
     let res = await push(broker.url, [{ queue: q, payload: { i: 1 } }, { queue: q, payload: { i: 2 } }]);
     assert.equal(res.status, 201, res.raw);
@@ -177,9 +166,8 @@ test('pop maintenance answers every pop 204, without touching the messages', asy
     res = await setMaintenance(broker.url, false, '/pop');
     assert.equal(res.status, 200);
     assert.equal(res.body.popMaintenanceMode, false);
-    res = await http(`${broker.url}/api/v1/pop/queue/${q}?wait=false&batch=10&autoAck=true`);
-    assert.equal(res.status, 200, res.raw);
-    assert.deepEqual(res.body.messages.map((x) => x.data.i), [1, 2, 3]);
+    const after = await popMessages(broker.url, q, { batch: 10, autoAck: true });
+    assert.deepEqual(after.map((x) => x.data.i), [1, 2, 3]);
     await broker.stop();
 });
 

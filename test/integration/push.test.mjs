@@ -9,7 +9,7 @@ import assert from 'node:assert/strict';
 import crypto from 'node:crypto';
 import net from 'node:net';
 import {
-    http, psql, startBroker, createDatabase, pgStop, pgStart, waitFor, warmUp,
+    http, psql, startBroker, createDatabase, pgStop, pgStart, waitFor, warmUp, pop as popRoute, setMaintenance,
 } from './lib.mjs';
 
 const MAX_BODY = 4 << 20;
@@ -31,35 +31,11 @@ const post = (p, body, opts = {}) => http(`${b.url}${p}`, { method: 'POST', body
 const push = (items, opts = {}) => post('/api/v1/push', { items }, opts);
 const counts = async () => sql('SELECT (SELECT count(*) FROM queen.messages) || \'/\' || (SELECT count(*) FROM queen.queues) || \'/\' || (SELECT count(*) FROM queen.partitions)');
 
-//  Pops through GET /api/v1/pop/queue/:q when that route exists, else
-//  through queen.pop in SQL (the pop routes are written separately).
-//  Resolves to { via, raw, messages } (SQL messages carry `raw` payload text).
+//  Pops through GET /api/v1/pop/queue/:q[/partition/:p] (200 or 204).
+//  Resolves to { raw, messages }.
 async function pop (queue, { batch = 1, group, partition } = {}) {
-    const qs = new URLSearchParams({ batch: String(batch), wait: 'false' });
-    if (group)
-        qs.set('consumerGroup', group);
-    const p = partition
-        ? `/api/v1/pop/queue/${encodeURIComponent(queue)}/partition/${encodeURIComponent(partition)}`
-        : `/api/v1/pop/queue/${encodeURIComponent(queue)}`;
-    const res = await http(`${b.url}${p}?${qs}`);
-    if (!(res.status === 404 && res.body && res.body.error === 'Not found')) {
-        assert.ok(res.status === 200 || res.status === 204, `pop: ${res.status} ${res.raw}`);
-        return { via: 'http', raw: res.raw, messages: res.status === 204 ? [] : res.body.messages };
-    }
-    const lease = crypto.randomUUID();
-    const out = await sql(`SELECT json_build_object('id', queen.uuid_of(1, seq),
-        'transactionId', COALESCE(txn_id, queen.uuid_of(1, seq)::text),
-        'partitionId', queen.uuid_of(2, partition_id), 'partition', partition_name,
-        'leaseId', '${lease}', 'raw', convert_from(payload, 'UTF8'))::text
-        FROM queen.pop('', ${lit(queue)}, ${partition ? lit(partition) : 'NULL'},
-                       ${lit(group || '__QUEUE_MODE__')}, NULL, NULL, ${batch}, 1, '${lease}', false)
-        WHERE seq IS NOT NULL ORDER BY seq`);
-    const messages = out ? out.split('\n').map((line) => {
-        const m = JSON.parse(line);
-        m.data = JSON.parse(m.raw);
-        return m;
-    }) : [];
-    return { via: 'sql', raw: null, messages };
+    const res = await popRoute(b.url, queue, { batch, consumerGroup: group, partition });
+    return { raw: res.raw, messages: res.messages };
 }
 
 //  Sends raw bytes over a socket and collects the answer (for 413).
@@ -226,10 +202,7 @@ test('push: payloads of every JSON type are stored and returned byte-for-byte', 
     assert.equal(got.messages.length, payloads.length + 1);
     for (let i = 0; i < payloads.length; i++) {
         assert.deepEqual(got.messages[i].data, JSON.parse(payloads[i]), `payload ${i} pops as the same value`);
-        if (got.via === 'http')
-            assert.ok(got.raw.includes(`"data":${payloads[i]}`), `payload ${i} byte-for-byte in the pop response`);
-        else
-            assert.equal(got.messages[i].raw, payloads[i]);
+        assert.ok(got.raw.includes(`"data":${payloads[i]}`), `payload ${i} byte-for-byte in the pop response`);
     }
     assert.equal(got.messages[payloads.length].data, null);
 });
@@ -246,11 +219,9 @@ test('push: a ~2 MB object round-trips byte-for-byte', async () => {
     const md5 = crypto.createHash('md5').update(Buffer.from(text, 'utf8')).digest('hex');
     assert.equal(await sql(`SELECT md5(payload) || ' ' || length(payload) FROM queen.messages WHERE txn_id = 'big-1'`),
         `${md5} ${Buffer.byteLength(text)}`);
-    const probe = await http(`${b.url}/api/v1/pop/queue/p-big?batch=1&wait=false`);
-    if (probe.status !== 404) {
-        assert.equal(probe.status, 200);
-        assert.ok(probe.raw.includes(`"data":${text}`), 'the 2 MB payload pops verbatim');
-    }
+    const got = await pop('p-big');
+    assert.equal(got.messages.length, 1);
+    assert.ok(got.raw.includes(`"data":${text}`), 'the 2 MB payload pops verbatim');
 });
 
 test('push: deduplication within a request, across requests, scoped per partition', async () => {
@@ -396,13 +367,8 @@ test('push: every bad input gets a 4xx JSON error naming the field, and nothing 
     assert.equal(await counts(), before, 'no message, queue or partition written');
 });
 
-test('push in maintenance mode is buffered, then replayed in order when it ends', async (t) => {
-    const on = await post('/api/v1/system/maintenance', { enabled: true });
-    if (on.status === 404) {
-        t.skip('system maintenance routes not built');
-        return;
-    }
-    assert.equal(on.status, 200, on.raw);
+test('push in maintenance mode is buffered, then replayed in order when it ends', async () => {
+    await setMaintenance(b.url, true);
     try {
         //  The flag reaches the codec as an event: wait until pushes buffer.
         const first = await waitFor(async () => {
@@ -417,8 +383,7 @@ test('push in maintenance mode is buffered, then replayed in order when it ends'
         assert.match(more.body[0].transactionId, UUID);
         assert.equal(more.body[1].transactionId, 'mt-2');
     } finally {
-        const off = await post('/api/v1/system/maintenance', { enabled: false });
-        assert.equal(off.status, 200, off.raw);
+        await setMaintenance(b.url, false);
     }
     await waitFor(async () => await sql(`SELECT count(*) FROM queen.messages m JOIN queen.partitions p ON p.id = m.partition_id
         JOIN queen.queues q ON q.id = p.queue_id WHERE q.name = 'p-maint'`) === '3', 30000, 200);

@@ -8,7 +8,9 @@
 
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { startBroker, http, psql, waitFor, sleep } from './lib.mjs';
+import {
+    startBroker, http, psql, waitFor, sleep, configureQueue, pushItems, popMessages, dlqList,
+} from './lib.mjs';
 
 let broker;
 
@@ -21,18 +23,11 @@ after(async () => {
         await broker.stop();
 });
 
-async function configure (queue, options) {
-    const res = await http(`${broker.url}/api/v1/configure`, { method: 'POST', body: { queue, options } });
-    assert.equal(res.status, 200, res.raw);
-    assert.equal(res.body.configured, true);
-}
+const configure = (queue, options) => configureQueue(broker.url, queue, options);
 
 async function push (queue, n, partition = 'Default') {
     const items = Array.from({ length: n }, (_, i) => ({ queue, partition, payload: { i } }));
-    const res = await http(`${broker.url}/api/v1/push`, { method: 'POST', body: { items } });
-    assert.equal(res.status, 201, res.raw);
-    for (const r of res.body)
-        assert.equal(r.status, 'queued');
+    await pushItems(broker.url, items, { queued: true });
 }
 
 async function count (queue) {
@@ -49,21 +44,10 @@ async function payloads (queue) {
     return out ? out.split('\n').map((line) => JSON.parse(line).i) : [];
 }
 
-//  Consumes (autoAck) up to n messages in queue mode. Through the pop route
-//  when it exists, else by moving the queue-mode cursor in SQL.
+//  Consumes (autoAck) n messages in queue mode through the pop route.
 async function consume (queue, n) {
-    const res = await http(`${broker.url}/api/v1/pop/queue/${queue}?batch=${n}&wait=false&autoAck=true`);
-    if (res.status !== 404) {
-        assert.equal(res.status, 200, res.raw);
-        assert.equal(res.body.messages.length, n);
-        return;
-    }
-    await psql(`UPDATE queen.ready r SET acked_seq = (
-            SELECT m.seq FROM queen.messages m WHERE m.partition_id = r.partition_id
-            ORDER BY m.seq OFFSET ${n - 1} LIMIT 1)
-        FROM queen.queues q, queen.consumer_groups g
-        WHERE q.name = '${queue}' AND r.queue_id = q.id AND g.id = r.group_id
-          AND g.name = '__QUEUE_MODE__'`, { db: broker.db });
+    const msgs = await popMessages(broker.url, queue, { batch: n, autoAck: true });
+    assert.equal(msgs.length, n);
 }
 
 test('retentionSeconds deletes every message older than it', async () => {
@@ -121,8 +105,6 @@ test('maxWaitTimeSeconds moves unconsumed messages to the dead-letter queue', as
         assert.match(r[1], /maxWaitTimeSeconds/);
         assert.equal(r[2], '__QUEUE_MODE__');
     }
-    //  The DLQ route shows them too, when it exists.
-    const res = await http(`${broker.url}/api/v1/dlq?queue=ret-wait`);
-    if (res.status === 200 && Array.isArray(res.body.messages))
-        assert.equal(res.body.messages.length, 5);
+    //  The DLQ route shows them too.
+    assert.equal((await dlqList(broker.url, 'queue=ret-wait')).messages.length, 5);
 });

@@ -12,11 +12,14 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import {
-    startBroker, createDatabase, http, psql, pgStop, pgStart, waitFor,
+    startBroker, createDatabase, http, psql, pgStop, pgStart, waitFor, pushItems, popMessages, pop,
+    buffers, setMaintenance, getMaintenance,
 } from './lib.mjs';
 
-function push (url, items) {
-    return http(`${url}/api/v1/push`, { method: 'POST', body: { items } });
+//  POST /api/v1/push; expects 201 and one result per item.
+async function push (url, items) {
+    const body = await pushItems(url, items);
+    return { status: 201, body, raw: JSON.stringify(body) };
 }
 
 //  Items of queue q, partition p, numbered from `from`, with client
@@ -25,12 +28,6 @@ function items (q, p, from, n) {
     return Array.from({ length: n }, (_, k) => ({
         queue: q, partition: p, transactionId: `${q}-${p}-${from + k}`, payload: { i: from + k },
     }));
-}
-
-async function buffers (url) {
-    const res = await http(`${url}/api/v1/status/buffers`);
-    assert.equal(res.status, 200, res.raw);
-    return res.body;
 }
 
 //  Messages stored for queue q: total, distinct transaction ids, and the
@@ -55,20 +52,15 @@ function ascending (n, from = 0) {
     return Array.from({ length: n }, (_, k) => from + k);
 }
 
-//  Pops everything of q with autoAck (when the pop route exists) and
-//  returns the payload numbers in delivery order, or null without a route.
+//  Pops everything of q with autoAck and returns the payload numbers in
+//  delivery order.
 async function popAll (url, q) {
     const got = [];
     for (let round = 0; round < 200; round++) {
-        const res = await http(`${url}/api/v1/pop/queue/${q}?batch=1000&wait=false&autoAck=true`);
-        if (res.status === 404 && round === 0 && typeof res.body === 'object' && res.body.error === 'Not found')
-            return null;
-        if (res.status === 204)
+        const msgs = await popMessages(url, q, { batch: 1000, autoAck: true });
+        if (!msgs.length)
             return got;
-        assert.equal(res.status, 200, res.raw);
-        if (!res.body.messages.length)
-            return got;
-        for (const m of res.body.messages)
+        for (const m of msgs)
             got.push(m.data.i);
     }
     return got;
@@ -94,14 +86,11 @@ test('pushes during an outage are buffered, then replayed in order, once', async
     await pgStop();
     try {
         await pushDuringOutage(broker.url, q, ['p0', 'p1'], 60, 5);
-        //  Pops fail fast while the database is away (if the route exists).
+        //  Pops fail fast while the database is away.
         const started = Date.now();
-        res = await http(`${broker.url}/api/v1/pop/queue/${q}?wait=false`);
-        if (res.status !== 404) {
-            assert.equal(res.status, 503, res.raw);
-            assert.ok(typeof res.body.error === 'string');
-            assert.ok(Date.now() - started < 5000, 'a pop during the outage answers fast');
-        }
+        res = await pop(broker.url, q, { expect: 503 });
+        assert.ok(typeof res.body.error === 'string');
+        assert.ok(Date.now() - started < 5000, 'a pop during the outage answers fast');
         const b = await buffers(broker.url);
         assert.equal(b.pending, 120);
         assert.equal(b.failed, 0);
@@ -124,8 +113,7 @@ test('pushes during an outage are buffered, then replayed in order, once', async
     assert.equal(res.status, 201, res.raw);
     assert.equal(res.body[0].status, 'queued');
     const popped = await popAll(broker.url, q);
-    if (popped !== null)
-        assert.equal(popped.length, 127);
+    assert.equal(popped.length, 127);
     assert.ok(!fs.readdirSync(broker.fileBufferDir).some((f) => f.startsWith('segment-')),
         'replayed segments are removed');
     await broker.stop();
@@ -206,17 +194,16 @@ test('a spool that cannot write answers 503 and buffers nothing', async () => {
         assert.equal(res.body[0].status, 'queued');
         await pgStop();
         try {
-            res = await push(broker.url, items('nospool', 'p', 2, 2));
+            res = await http(`${broker.url}/api/v1/push`, { method: 'POST', body: { items: items('nospool', 'p', 2, 2) } });
             assert.equal(res.status, 503, res.raw);
             assert.ok(res.headers['content-type'].includes('application/json'));
             assert.equal(typeof res.body.error, 'string');
             assert.match(res.body.error, /File buffer write failed/);
             const b = await buffers(broker.url);
             assert.equal(b.pending, 0);
-            const m = await http(`${broker.url}/api/v1/system/maintenance`);
-            assert.equal(m.status, 200, m.raw);
-            assert.equal(m.body.bufferHealthy, false);
-            assert.equal(m.body.bufferedMessages, 0);
+            const m = await getMaintenance(broker.url);
+            assert.equal(m.bufferHealthy, false);
+            assert.equal(m.bufferedMessages, 0);
         } finally {
             await pgStart();
         }
@@ -231,8 +218,8 @@ test('a spool that cannot write answers 503 and buffers nothing', async () => {
 test('group commit and segment rotation: concurrent pushes, several segments, one replay', async () => {
     const broker = await startBroker({ env: { SPOOL_FSYNC_MS: '50' } });
     const q = 'rotate';
-    let res = await http(`${broker.url}/api/v1/system/maintenance`, { method: 'POST', body: { enabled: true } });
-    assert.equal(res.status, 200, res.raw);
+    await setMaintenance(broker.url, true);
+    let res;
     const fsyncs = async () => Number(/queen_spool_fsyncs (\d+)/.exec(
         (await http(`${broker.url}/metrics/prometheus`)).raw)?.[1] ?? 0);
     const before = await fsyncs();
@@ -255,8 +242,7 @@ test('group commit and segment rotation: concurrent pushes, several segments, on
     const segments = fs.readdirSync(broker.fileBufferDir).filter((f) => f.startsWith('segment-'));
     assert.ok(segments.length >= 2, `segments: ${segments.join(',')}`);
     assert.equal((await buffers(broker.url)).pending, 75);
-    res = await http(`${broker.url}/api/v1/system/maintenance`, { method: 'POST', body: { enabled: false } });
-    assert.equal(res.status, 200, res.raw);
+    await setMaintenance(broker.url, false);
     await waitFor(async () => (await buffers(broker.url)).pending === 0, 60000, 200);
     assert.deepEqual(await stored(broker.db, q), { total: 75, distinct: 75 });
     const big = await psql(`SELECT string_agg((convert_from(m.payload, 'UTF8')::json->>'i'), ',' ORDER BY m.seq)

@@ -6,7 +6,7 @@
 
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { startBroker, http, psql } from './lib.mjs';
+import { startBroker, http, psql, pushItems, popMessages } from './lib.mjs';
 
 let broker;
 let U;
@@ -32,19 +32,9 @@ async function register (body, status = 200) {
     return res.body;
 }
 
-async function push (items) {
-    const res = await post('/api/v1/push', { items });
-    assert.equal(res.status, 201, res.raw);
-}
+const push = (items) => pushItems(U, items);
 
-async function pop (queue, params = {}) {
-    const qs = new URLSearchParams({ wait: 'false', batch: '10', ...params }).toString();
-    const res = await http(`${U}/api/v1/pop/queue/${queue}?${qs}`);
-    if (res.status === 204)
-        return [];
-    assert.equal(res.status, 200, res.raw);
-    return res.body.messages;
-}
+const pop = (queue, params = {}) => popMessages(U, queue, { batch: 10, ...params });
 
 async function cycle (body) {
     const res = await post('/streams/v1/cycle', body);

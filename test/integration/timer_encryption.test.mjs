@@ -15,7 +15,7 @@
 import { test, after } from 'node:test';
 import assert from 'node:assert/strict';
 import crypto from 'node:crypto';
-import { startBroker, createDatabase, http, psql, waitFor } from './lib.mjs';
+import { startBroker, createDatabase, http, psql, waitFor, configureQueue, pop } from './lib.mjs';
 
 const KEY_A = crypto.randomBytes(32).toString('hex');
 const KEY_B = crypto.randomBytes(32).toString('hex');
@@ -48,10 +48,7 @@ async function stop (b) {
 
 const lit = (s) => `'${String(s).replace(/'/g, "''")}'`;
 
-async function configure (url, queue, options) {
-    const res = await http(`${url}/api/v1/configure`, { method: 'POST', body: { queue, options } });
-    assert.equal(res.status, 200, res.raw);
-}
+const configure = (url, queue, options) => configureQueue(url, queue, options);
 
 //  POST /api/v1/timers with a body given as text (exact bytes) or object.
 function create (body, url = A.url) {
@@ -97,12 +94,7 @@ function assertSealed (row, plain, hexKey = KEY_A) {
 }
 
 //  Pops everything of queue as consumer group `group` (its own cursor).
-async function popAll (queue, group) {
-    const qs = new URLSearchParams({ wait: 'false', batch: '100', consumerGroup: group });
-    const res = await http(`${A.url}/api/v1/pop/queue/${encodeURIComponent(queue)}?${qs}`);
-    assert.equal(res.status, 200, res.raw);
-    return res;
-}
+const popAll = (queue, group) => pop(A.url, queue, { batch: 100, consumerGroup: group, expect: 200 });
 
 const firedAt = async (timerId) =>
     (await http(`${A.url}/api/v1/timers/${encodeURIComponent(timerId)}`)).body.status === 'fired';

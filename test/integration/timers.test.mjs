@@ -65,9 +65,8 @@ test('timers: a timer becomes a message in its queue at fireAt', async () => {
         ['tm-q', 'p1', 'tm-txn-1']);
     assert.deepEqual(pending.body.payload, { n: 1, s: 'é' });
     assert.equal(pending.body.messageId, null);
-    const before = Date.now();
-    if (before < fireAt - 100)
-        assert.equal((await messages('tm-q')).length, 0, 'nothing before fireAt');
+    const early = (await messages('tm-q')).length;
+    assert.ok(early === 0 || Date.now() >= fireAt, `fired ${fireAt - Date.now()} ms before fireAt`);
 
     await waitFor(async () => (await messages('tm-q')).length === 1, 10000, 25);
     const [m] = await messages('tm-q');

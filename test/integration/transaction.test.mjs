@@ -5,8 +5,9 @@
 
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import crypto from 'node:crypto';
-import { http, psql, startBroker, sleep, waitFor, warmUp, configureQueue, pushItems } from './lib.mjs';
+import {
+    http, psql, startBroker, sleep, waitFor, warmUp, configureQueue, pushItems, popMessages, request,
+} from './lib.mjs';
 
 let b;                          //  The broker of this file
 
@@ -23,7 +24,10 @@ after(async () => {
 const lit = (s) => `'${String(s).replace(/'/g, "''")}'`;
 const sql = (text) => psql(text, { db: b.db });
 const post = (p, body, opts = {}) => http(`${b.url}${p}`, { method: 'POST', body, ...opts });
-const txn = (operations, extra = {}) => post('/api/v1/transaction', { operations, ...extra });
+//  POST /api/v1/transaction; expects 200. Resolves to the response.
+const txn = (operations, extra = {}) => request(b.url, '/api/v1/transaction', {
+    method: 'POST', body: { operations, ...extra },
+});
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 
 async function configure (queue, options) {
@@ -37,27 +41,8 @@ const stored = (queue) => sql(`SELECT coalesce(string_agg(p.name || ':' || conve
     FROM queen.messages m JOIN queen.partitions p ON p.id = m.partition_id JOIN queen.queues q ON q.id = p.queue_id
     WHERE q.name = ${lit(queue)}`);
 
-//  Pops through GET /api/v1/pop/queue/:q when the route exists, else
-//  through queen.pop in SQL (the pop routes are written separately).
-async function pop (queue, { batch = 1, group } = {}) {
-    const qs = new URLSearchParams({ batch: String(batch), wait: 'false' });
-    if (group)
-        qs.set('consumerGroup', group);
-    const res = await http(`${b.url}/api/v1/pop/queue/${encodeURIComponent(queue)}?${qs}`);
-    if (!(res.status === 404 && res.body && res.body.error === 'Not found')) {
-        assert.ok(res.status === 200 || res.status === 204, `pop: ${res.status} ${res.raw}`);
-        return res.status === 204 ? [] : res.body.messages;
-    }
-    const lease = crypto.randomUUID();
-    const out = await sql(`SELECT json_build_object('id', queen.uuid_of(1, seq),
-        'transactionId', COALESCE(txn_id, queen.uuid_of(1, seq)::text),
-        'partitionId', queen.uuid_of(2, partition_id), 'partition', partition_name,
-        'leaseId', '${lease}', 'data', convert_from(payload, 'UTF8')::json)::text
-        FROM queen.pop('', ${lit(queue)}, NULL, ${lit(group || '__QUEUE_MODE__')}, NULL, NULL,
-                       ${batch}, 1, '${lease}', false)
-        WHERE seq IS NOT NULL ORDER BY seq`);
-    return out ? out.split('\n').map((line) => JSON.parse(line)) : [];
-}
+//  Pops through GET /api/v1/pop/queue/:q; resolves to the messages.
+const pop = (queue, { batch = 1, group } = {}) => popMessages(b.url, queue, { batch, consumerGroup: group });
 
 const ackOp = (m, extra = {}) => ({ type: 'ack', transactionId: m.transactionId, partitionId: m.partitionId, ...extra });
 

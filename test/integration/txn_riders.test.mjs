@@ -12,7 +12,9 @@
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
-import { http, psql, startBroker, sleep, waitFor, PG_HOST, PG_PORT, warmUp, configureQueue, pushItems } from './lib.mjs';
+import {
+    http, psql, startBroker, sleep, waitFor, PG_HOST, PG_PORT, warmUp, configureQueue, pushItems, popMessages,
+} from './lib.mjs';
 
 let b;                          //  The broker of this file
 
@@ -39,15 +41,8 @@ async function configure (queue, options) {
 
 const push = (queue, items) => pushItems(b.url, items.map((it) => ({ queue, ...it })));
 
-async function pop (queue, { batch = 1, group, partition } = {}) {
-    const qs = new URLSearchParams({ batch: String(batch), wait: 'false' });
-    if (group)
-        qs.set('consumerGroup', group);
-    const where = partition ? `${encodeURIComponent(queue)}/partition/${encodeURIComponent(partition)}` : encodeURIComponent(queue);
-    const res = await http(`${b.url}/api/v1/pop/queue/${where}?${qs}`);
-    assert.ok(res.status === 200 || res.status === 204, `pop: ${res.status} ${res.raw}`);
-    return res.status === 204 ? [] : res.body.messages;
-}
+const pop = (queue, { batch = 1, group, partition } = {}) =>
+    popMessages(b.url, queue, { batch, consumerGroup: group, partition });
 
 //  Messages of a queue: [{partition, txn, payload}] in seq order.
 async function messages (queue) {

@@ -6,7 +6,7 @@ CREATE FUNCTION pg_temp.pushb(q text, part text, body text, nb timestamptz) RETU
   SELECT p.seq FROM queen.push('', ARRAY[q], ARRAY[part], ARRAY[NULL::text], ARRAY[convert_to(body, 'UTF8')],
                                ARRAY[NULL::uuid], ARRAY[NULL::text], ARRAY[false], false, ARRAY[nb]) p $$;
 SELECT queen.configure('', pg_temp.qn('cf'), NULL, NULL, '{"conflate": true, "retryDelay": 0}');
-SELECT pg_temp.ok((options ->> 'conflate') = 'true', 'conflate echoed')
+SELECT pg_temp.ok_one(array_agg((options ->> 'conflate') = 'true'), 'conflate echoed')
   FROM queen.configure('', pg_temp.qn('cf'), NULL, NULL, '{"conflate": true, "retryDelay": 0}');
 SELECT pg_temp.pushn(pg_temp.qn('cf'), 'p1', 5);
 SELECT pg_temp.pushn(pg_temp.qn('cf'), 'p2', 3);

@@ -12,14 +12,14 @@ SELECT pg_temp.ok(array_agg(duplicate ORDER BY ord) = ARRAY[false, true, false, 
 SELECT pg_temp.ok((SELECT seq FROM p1 WHERE ord = 2) = (SELECT seq FROM p1 WHERE ord = 1), 'dup returns first seq');
 SELECT pg_temp.ok((SELECT seq FROM p1 WHERE ord = 3) <> (SELECT seq FROM p1 WHERE ord = 1), 'other partition is not a dup');
 SELECT pg_temp.ok((SELECT partition_id FROM p1 WHERE ord = 3) <> (SELECT partition_id FROM p1 WHERE ord = 1), 'partition auto-created');
-SELECT pg_temp.ok(p.name = 'Default', 'NULL partition = Default') FROM p1 JOIN queen.partitions p ON p.id = p1.partition_id WHERE ord = 5;
+SELECT pg_temp.ok_one(array_agg(p.name = 'Default'), 'NULL partition = Default') FROM p1 JOIN queen.partitions p ON p.id = p1.partition_id WHERE ord = 5;
 SELECT pg_temp.ok(count(*) = 4, '4 messages stored')
   FROM queen.messages m WHERE m.partition_id IN (SELECT partition_id FROM p1);
 SELECT pg_temp.ok(count(DISTINCT created_at) = 1, 'one created_at per call')
   FROM queen.messages m WHERE m.partition_id IN (SELECT partition_id FROM p1);
-SELECT pg_temp.ok(seq < (SELECT seq FROM p1 WHERE ord = 3) AND (SELECT seq FROM p1 WHERE ord = 3) < (SELECT seq FROM p1 WHERE ord = 4), 'seq in input order')
+SELECT pg_temp.ok_one(array_agg(seq < (SELECT seq FROM p1 WHERE ord = 3) AND (SELECT seq FROM p1 WHERE ord = 3) < (SELECT seq FROM p1 WHERE ord = 4)), 'seq in input order')
   FROM p1 WHERE ord = 1;
-SELECT pg_temp.ok(m.payload = '1' AND m.producer IS NULL AND NOT m.is_encrypted AND m.txn_id = 'k1', 'first item stored')
+SELECT pg_temp.ok_one(array_agg(m.payload = '1' AND m.producer IS NULL AND NOT m.is_encrypted AND m.txn_id = 'k1'), 'first item stored')
   FROM p1 JOIN queen.messages m ON m.seq = p1.seq WHERE ord = 1;
 -- no consumer yet: no ready rows; the first queue mode pop creates the group
 -- and backfills one ready row per partition with messages
@@ -33,16 +33,16 @@ SELECT pg_temp.ok(count(*) = 3, 'ready rows for 3 partitions')
 
 -- across calls
 CREATE TEMP TABLE p2 AS SELECT * FROM pg_temp.push1(pg_temp.qn('dd'), 'a', 'k1', '"again"');
-SELECT pg_temp.ok(p2.duplicate AND p2.seq = p1.seq, 'cross-call dup') FROM p1, p2 WHERE p1.ord = 1;
+SELECT pg_temp.ok_one(array_agg(p2.duplicate AND p2.seq = p1.seq), 'cross-call dup') FROM p1, p2 WHERE p1.ord = 1;
 -- no txn id: never a duplicate; empty string counts as none
 CREATE TEMP TABLE p3 AS
   SELECT * FROM queen.push('', ARRAY[pg_temp.qn('dd'), pg_temp.qn('dd'), pg_temp.qn('dd')], ARRAY['a', 'a', 'a'],
                            ARRAY[NULL, NULL, ''], ARRAY['x', 'x', 'x']::bytea[], ARRAY[NULL, NULL, NULL]::uuid[],
                            ARRAY[NULL, NULL, NULL], ARRAY[false, false, false], false);
 SELECT pg_temp.ok(bool_and(NOT duplicate) AND count(DISTINCT seq) = 3, 'NULL/empty txn never dedups') FROM p3;
-SELECT pg_temp.ok(bool_and(m.txn_id IS NULL), 'NULL stored') FROM p3 JOIN queen.messages m ON m.seq = p3.seq;
+SELECT pg_temp.ok_count(array_agg(m.txn_id IS NULL), 3, 'NULL stored') FROM p3 JOIN queen.messages m ON m.seq = p3.seq;
 -- other queue same partition name and key: different message
-SELECT pg_temp.ok(NOT duplicate, 'other queue not a dup') FROM pg_temp.push1(pg_temp.qn('dd2'), 'a', 'k1', '1');
+SELECT pg_temp.ok_one(array_agg(NOT duplicate), 'other queue not a dup') FROM pg_temp.push1(pg_temp.qn('dd2'), 'a', 'k1', '1');
 
 -- strict: a duplicate raises 23505 naming key and partition, DETAIL op=push:<ord>
 DO $$
@@ -91,8 +91,8 @@ SELECT pg_temp.ok(array_agg(convert_from(m.payload, 'UTF8') ORDER BY m.seq)
 -- trace id, producer, encrypted flag round-trip through pop
 SELECT FROM queen.push('', ARRAY[pg_temp.qn('meta')], ARRAY['p'], ARRAY['t'], ARRAY['{"x":1}']::bytea[],
                        ARRAY['11111111-2222-4333-8444-555555555555']::uuid[], ARRAY['alice'], ARRAY[true], false);
-SELECT pg_temp.ok(trace_id = '11111111-2222-4333-8444-555555555555' AND producer = 'alice' AND is_encrypted
-                  AND txn_id = 't' AND convert_from(payload, 'UTF8') = '{"x":1}', 'metadata round-trip')
+SELECT pg_temp.ok_one(array_agg(trace_id = '11111111-2222-4333-8444-555555555555' AND producer = 'alice' AND is_encrypted
+                  AND txn_id = 't' AND convert_from(payload, 'UTF8') = '{"x":1}'), 'metadata round-trip')
   FROM queen.pop('', pg_temp.qn('meta'), NULL, NULL, NULL, NULL, 1, 1, gen_random_uuid(), false);
 
 -- empty call

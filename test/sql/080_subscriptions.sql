@@ -13,7 +13,7 @@ SELECT pg_temp.ok(count(*) = 1 AND bool_and(seq IS NULL) AND bool_and(next_due I
   FROM queen.pop('', pg_temp.qn('sub'), NULL, 'gnew', 'new', NULL, 10, 10, pg_temp.L(2), true);
 SELECT pg_temp.ok(count(*) = 0, 'now: nothing old')
   FROM queen.pop('', pg_temp.qn('sub'), NULL, 'gnow', NULL, 'now', 10, 10, pg_temp.L(3), true) WHERE seq IS NOT NULL;
-SELECT pg_temp.ok(s.mode = 'new' AND s.partition_name = '' AND s.from_ts IS NOT NULL, 'new: subscription row (any partition)')
+SELECT pg_temp.ok_one(array_agg(s.mode = 'new' AND s.partition_name = '' AND s.from_ts IS NOT NULL), 'new: subscription row (any partition)')
   FROM queen.subscriptions s WHERE s.group_id = pg_temp.gid(pg_temp.qn('sub'), 'gnew');
 -- queue mode ignores subscription options
 SELECT pg_temp.ok(count(*) = 2, 'queue mode ignores mode=new')
@@ -33,7 +33,7 @@ SELECT pg_temp.ok(count(*) = 2, 'now: later messages only')
 -- timestamp: messages created at or after it, across partitions (old partitions a, b; new c)
 SELECT pg_temp.ok(array_agg(convert_from(payload, 'UTF8') ORDER BY seq) = ARRAY['"m3"', '"m4"'], 'timestamp: from the instant')
   FROM queen.pop('', pg_temp.qn('sub'), NULL, 'gts', NULL, current_setting('test.ts'), 10, 10, pg_temp.L(7), true) WHERE seq IS NOT NULL;
-SELECT pg_temp.ok(s.mode = 'timestamp' AND s.from_ts = current_setting('test.ts')::timestamptz, 'timestamp: subscription row')
+SELECT pg_temp.ok_one(array_agg(s.mode = 'timestamp' AND s.from_ts = current_setting('test.ts')::timestamptz), 'timestamp: subscription row')
   FROM queen.subscriptions s WHERE s.group_id = pg_temp.gid(pg_temp.qn('sub'), 'gts');
 -- a timestamp before everything = all; unparsable = all
 SELECT pg_temp.ok(count(*) = 4, 'old timestamp: all')
@@ -44,7 +44,7 @@ SELECT pg_temp.ok(count(*) = 4, 'unknown mode: all')
   FROM queen.pop('', pg_temp.qn('sub'), NULL, 'gunk', 'from_beginning', NULL, 10, 10, pg_temp.L(10), true) WHERE seq IS NOT NULL;
 -- partition route stores a partition-specific row
 SELECT FROM queen.pop('', pg_temp.qn('sub'), 'a', 'gpart', 'new', NULL, 10, 1, pg_temp.L(11), true);
-SELECT pg_temp.ok(s.partition_name = 'a' AND s.mode = 'new', 'partition route: row for that partition')
+SELECT pg_temp.ok_one(array_agg(s.partition_name = 'a' AND s.mode = 'new'), 'partition route: row for that partition')
   FROM queen.subscriptions s WHERE s.group_id = pg_temp.gid(pg_temp.qn('sub'), 'gpart');
 
 -- backfill continuation: a group whose backfill stopped half-way picks up the rest on its next pops
@@ -56,4 +56,4 @@ UPDATE queen.consumer_groups SET backfill_pos = (SELECT min(r.partition_id) FROM
  WHERE id = pg_temp.gid(pg_temp.qn('bf'), 'gb');
 SELECT pg_temp.ok(count(*) = 4 AND count(DISTINCT partition_id) = 2, 'backfill continued on the next pop')
   FROM queen.pop('', pg_temp.qn('bf'), NULL, 'gb', NULL, NULL, 10, 10, pg_temp.L(13), false) WHERE seq IS NOT NULL;
-SELECT pg_temp.ok(backfill_pos IS NULL, 'backfill done') FROM queen.consumer_groups WHERE id = pg_temp.gid(pg_temp.qn('bf'), 'gb');
+SELECT pg_temp.ok_one(array_agg(backfill_pos IS NULL), 'backfill done') FROM queen.consumer_groups WHERE id = pg_temp.gid(pg_temp.qn('bf'), 'gb');

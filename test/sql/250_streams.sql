@@ -26,12 +26,12 @@ RETURNS TABLE(kind text, ord int, seq bigint, partition_id bigint, duplicate boo
 
 -- registration
 CREATE TEMP TABLE r1 AS SELECT * FROM queen_streams.register('', pg_temp.qn('q'), pg_temp.qn('src'), '', 'h1', false);
-SELECT pg_temp.ok(status = 'ok' AND fresh AND NOT reset, 'fresh') FROM r1;
+SELECT pg_temp.ok_one(array_agg(status = 'ok' AND fresh AND NOT reset), 'fresh') FROM r1;
 SELECT pg_temp.ok(count(*) = 1 AND bool_and(sink_queue IS NULL), 'empty sink stored as NULL') FROM queen_streams.queries WHERE id = (SELECT query_id FROM r1);
-SELECT pg_temp.ok(status = 'ok' AND NOT fresh AND NOT reset AND query_id = (SELECT query_id FROM r1), 'same hash')
+SELECT pg_temp.ok_one(array_agg(status = 'ok' AND NOT fresh AND NOT reset AND query_id = (SELECT query_id FROM r1)), 'same hash')
   FROM queen_streams.register('', pg_temp.qn('q'), pg_temp.qn('src'), pg_temp.qn('sink'), 'h1', false);
 SELECT pg_temp.ok(count(*) = 1 AND bool_and(sink_queue = pg_temp.qn('sink')), 'queue names updated') FROM queen_streams.queries WHERE id = (SELECT query_id FROM r1);
-SELECT pg_temp.ok(status = 'mismatch' AND old_hash = 'h1' AND query_id = (SELECT query_id FROM r1), 'mismatch')
+SELECT pg_temp.ok_one(array_agg(status = 'mismatch' AND old_hash = 'h1' AND query_id = (SELECT query_id FROM r1)), 'mismatch')
   FROM queen_streams.register('', pg_temp.qn('q'), pg_temp.qn('src'), NULL, 'h2', false);
 SELECT pg_temp.ok(count(*) = 1 AND bool_and(config_hash = 'h1'), 'mismatch changes nothing') FROM queen_streams.queries WHERE id = (SELECT query_id FROM r1);
 SELECT set_config('test.qid', (SELECT query_id::text FROM r1), false) \g /dev/null
@@ -59,23 +59,23 @@ SELECT pg_temp.ok(count(*) = 1 AND min(body) = '{"out":1}', 'sink message visibl
 -- the state ops and the push were written in the same call
 SELECT pg_temp.pushn(pg_temp.qn('src'), 'p', 2);
 CREATE TEMP TABLE m2 AS SELECT * FROM pg_temp.pop(pg_temp.qn('src'), NULL, NULL, 10, 1, pg_temp.L(4));
-SELECT pg_temp.ok(e = 'QN409|Invalid or expired lease', 'bad lease: ' || e)
+SELECT pg_temp.ok_one(array_agg(e = 'QN409|Invalid or expired lease'), 'bad lease: ' || coalesce(string_agg(e, ' / '), 'no row'))
   FROM pg_temp.err(format($q$SELECT * FROM pg_temp.cycle(%L, %L, ARRAY['upsert'], ARRAY['win:1'], ARRAY['{"x":1}'],
        %L, 'out-2', NULL, %s, %L, NULL, true)$q$, current_setting('test.qid'), current_setting('test.part'),
        pg_temp.qn('sink'), (SELECT max(seq) FROM m2), pg_temp.L(99))) e;
 SELECT pg_temp.ok(count(*) = 1 AND bool_and(value = '{"windowEnd": 1000, "sum": 3}'), 'state unchanged') FROM queen_streams.state
  WHERE query_id = current_setting('test.qid')::uuid AND key = 'win:1';
 SELECT pg_temp.ok(count(*) = 0, 'no sink push') FROM queen.messages WHERE txn_id = 'out-2';
-SELECT pg_temp.ok(e = 'QN404|Message not found', 'unknown message: ' || e)
+SELECT pg_temp.ok_one(array_agg(e = 'QN404|Message not found'), 'unknown message: ' || coalesce(string_agg(e, ' / '), 'no row'))
   FROM pg_temp.err(format($q$SELECT * FROM pg_temp.cycle(%L, %L, NULL, NULL, NULL, NULL, NULL, 'nosuch', NULL, NULL, NULL, true)$q$,
        current_setting('test.qid'), current_setting('test.part'))) e;
-SELECT pg_temp.ok(e = 'QN400|Unknown state_op type: merge', 'unknown op: ' || e)
+SELECT pg_temp.ok_one(array_agg(e = 'QN400|Unknown state_op type: merge'), 'unknown op: ' || coalesce(string_agg(e, ' / '), 'no row'))
   FROM pg_temp.err(format($q$SELECT * FROM pg_temp.cycle(%L, %L, ARRAY['merge'], ARRAY['k'], ARRAY['1'], NULL, NULL, NULL, NULL, NULL, NULL, true)$q$,
        current_setting('test.qid'), current_setting('test.part'))) e;
-SELECT pg_temp.ok(e = 'QN400|Unknown ack.status: maybe', 'unknown status: ' || e)
+SELECT pg_temp.ok_one(array_agg(e = 'QN400|Unknown ack.status: maybe'), 'unknown status: ' || coalesce(string_agg(e, ' / '), 'no row'))
   FROM pg_temp.err(format($q$SELECT * FROM pg_temp.cycle(%L, %L, NULL, NULL, NULL, NULL, NULL, 'x', NULL, NULL, 'maybe', true)$q$,
        current_setting('test.qid'), current_setting('test.part'))) e;
-SELECT pg_temp.ok(e LIKE 'QN404|Query not found%', 'unknown query: ' || e)
+SELECT pg_temp.ok_one(array_agg(e LIKE 'QN404|Query not found%'), 'unknown query: ' || coalesce(string_agg(e, ' / '), 'no row'))
   FROM pg_temp.err(format($q$SELECT * FROM pg_temp.cycle(%L, %L, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, true)$q$,
        gen_random_uuid(), current_setting('test.part'))) e;
 
@@ -111,7 +111,7 @@ SELECT pg_temp.ok(count(*) = 0, 'other tenant sees nothing')
   FROM queen_streams.state_get('t2', current_setting('test.qid')::uuid, current_setting('test.part')::uuid, NULL, NULL, NULL);
 
 -- reset with a new hash discards the state; deleting the query cascades
-SELECT pg_temp.ok(status = 'ok' AND reset AND NOT fresh, 'reset')
+SELECT pg_temp.ok_one(array_agg(status = 'ok' AND reset AND NOT fresh), 'reset')
   FROM queen_streams.register('', pg_temp.qn('q'), pg_temp.qn('src'), NULL, 'h2', true);
 SELECT pg_temp.ok(count(*) = 0, 'state discarded') FROM queen_streams.state WHERE query_id = current_setting('test.qid')::uuid;
 SELECT FROM pg_temp.cycle(current_setting('test.qid')::uuid, current_setting('test.part')::uuid,

@@ -11,7 +11,7 @@ EXCEPTION WHEN others THEN
 END $$;
 SELECT queen.configure('', pg_temp.qn('ms'), NULL, NULL, '{"maxSize": 3}');
 SELECT pg_temp.ok(pg_temp.push_err(pg_temp.qn('ms'), 3) = 'ok', 'up to maxSize');
-SELECT pg_temp.ok(e = 'QN429|queue ' || pg_temp.qn('ms') || ' is full (maxSize 3)', 'full: ' || e)
+SELECT pg_temp.ok_one(array_agg(e = 'QN429|queue ' || pg_temp.qn('ms') || ' is full (maxSize 3)'), 'full: ' || coalesce(string_agg(e, ' / '), 'no row'))
   FROM pg_temp.push_err(pg_temp.qn('ms'), 1) e;
 CREATE TEMP TABLE m1 AS SELECT * FROM pg_temp.pop(pg_temp.qn('ms'), NULL, NULL, 1, 1, pg_temp.L(1));
 SELECT pg_temp.ok(pg_temp.push_err(pg_temp.qn('ms'), 1) LIKE 'QN429|%', 'leased is still pending');

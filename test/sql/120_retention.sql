@@ -78,7 +78,7 @@ SELECT set_config('test.seg', (SELECT relname FROM queen.segments WHERE lo <= (S
 SELECT setval('queen.msg_seq', (SELECT hi FROM queen.segments WHERE relname = current_setting('test.seg')));
 SELECT queen.ensure_segments();
 DELETE FROM queen.system_state WHERE key = 'segment_rows';
-SELECT pg_temp.ok(closed_at IS NOT NULL, 'segment closed') FROM queen.segments WHERE relname = current_setting('test.seg');
+SELECT pg_temp.ok_one(array_agg(closed_at IS NOT NULL), 'segment closed') FROM queen.segments WHERE relname = current_setting('test.seg');
 UPDATE queen.segments SET closed_at = now() - interval '2 minutes' WHERE relname = current_setting('test.seg');
 SELECT FROM queen.retention_run(10);
 SELECT pg_temp.ok(count(*) = 0, 'segment dropped') FROM queen.segments WHERE relname = current_setting('test.seg');

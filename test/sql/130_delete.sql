@@ -18,13 +18,13 @@ SELECT set_config('test.qid', (SELECT id::text FROM queen.queues WHERE name = pg
 SELECT set_config('test.pids', (SELECT array_agg(p.id)::text FROM queen.partitions p WHERE p.queue_id = current_setting('test.qid')::int), false) \g /dev/null
 SELECT pg_temp.ok(pg_temp.leftovers(current_setting('test.qid')::int, current_setting('test.pids')::bigint[]) > 10, 'state exists');
 
-SELECT pg_temp.ok(existed, 'delete existing') FROM queen.queue_delete('', pg_temp.qn('del'));
+SELECT pg_temp.ok_one(array_agg(existed), 'delete existing') FROM queen.queue_delete('', pg_temp.qn('del'));
 SELECT pg_temp.ok(pg_temp.leftovers(current_setting('test.qid')::int, current_setting('test.pids')::bigint[]) = 0, 'everything gone');
 SELECT pg_temp.ok(count(*) = 0, 'graveyard empty') FROM queen.graveyard WHERE kind = 'q' AND id = current_setting('test.qid')::int;
-SELECT pg_temp.ok(NOT existed, 'delete again: existed false') FROM queen.queue_delete('', pg_temp.qn('del'));
+SELECT pg_temp.ok_one(array_agg(NOT existed), 'delete again: existed false') FROM queen.queue_delete('', pg_temp.qn('del'));
 -- re-created by a push with new ids; only the new message is delivered
 SELECT FROM pg_temp.push1(pg_temp.qn('del'), 'a', NULL, '"new"');
-SELECT pg_temp.ok(id <> current_setting('test.qid')::int, 'new queue id') FROM queen.queues WHERE name = pg_temp.qn('del');
+SELECT pg_temp.ok_one(array_agg(id <> current_setting('test.qid')::int), 'new queue id') FROM queen.queues WHERE name = pg_temp.qn('del');
 SELECT pg_temp.ok(array_agg(body) = ARRAY['"new"'], 'only the new message')
   FROM pg_temp.pop(pg_temp.qn('del'), NULL, 'grp', 10, 5, pg_temp.L(2));
 
@@ -33,8 +33,8 @@ SELECT pg_temp.pushn(pg_temp.qn('pdel'), 'a', 3);
 SELECT pg_temp.pushn(pg_temp.qn('pdel'), 'b', 2);
 SELECT set_config('test.pa', (SELECT p.id::text FROM queen.partitions p JOIN queen.queues q ON q.id = p.queue_id
                                WHERE q.name = pg_temp.qn('pdel') AND p.name = 'a'), false) \g /dev/null
-SELECT pg_temp.ok(existed, 'partition delete') FROM queen.partition_delete('', pg_temp.qn('pdel'), 'a');
-SELECT pg_temp.ok(NOT existed, 'partition delete again') FROM queen.partition_delete('', pg_temp.qn('pdel'), 'a');
+SELECT pg_temp.ok_one(array_agg(existed), 'partition delete') FROM queen.partition_delete('', pg_temp.qn('pdel'), 'a');
+SELECT pg_temp.ok_one(array_agg(NOT existed), 'partition delete again') FROM queen.partition_delete('', pg_temp.qn('pdel'), 'a');
 SELECT pg_temp.ok(pg_temp.leftovers(-1, ARRAY[current_setting('test.pa')::bigint]) = 0, 'partition state gone');
 SELECT pg_temp.ok(count(*) = 2 AND min(partition_name) = 'b', 'other partition intact')
   FROM pg_temp.pop(pg_temp.qn('pdel'), NULL, NULL, 10, 5, pg_temp.L(3));
@@ -44,7 +44,7 @@ SELECT pg_temp.pushn(pg_temp.qn('big'), 'p', 6000);
 SELECT pg_temp.pushn(pg_temp.qn('big'), 'q', 6000);
 SELECT set_config('test.qid', (SELECT id::text FROM queen.queues WHERE name = pg_temp.qn('big')), false) \g /dev/null
 SELECT set_config('test.pids', (SELECT array_agg(p.id)::text FROM queen.partitions p WHERE p.queue_id = current_setting('test.qid')::int), false) \g /dev/null
-SELECT pg_temp.ok(existed, 'big delete') FROM queen.queue_delete('', pg_temp.qn('big'));
+SELECT pg_temp.ok_one(array_agg(existed), 'big delete') FROM queen.queue_delete('', pg_temp.qn('big'));
 SELECT pg_temp.ok(count(*) = 0, 'queue invisible at once') FROM queen.queues WHERE name = pg_temp.qn('big');
 SELECT pg_temp.ok(count(*) = 1, 'graveyard entry left') FROM queen.graveyard WHERE kind = 'q' AND id = current_setting('test.qid')::int;
 SELECT FROM queen.retention_run(100000);
