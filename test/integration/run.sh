@@ -92,13 +92,17 @@ sh "$PG" init "$QN_PG_DIR" >/dev/null
 sh "$PG" start "$QN_PG_DIR" "$QN_PG_PORT"
 echo "integration: PostgreSQL on 127.0.0.1:$QN_PG_PORT in $QN_PG_DIR; broker $QN_BIN"
 if [ ! -x "$QN_BIN" ]; then
-    echo "integration: warning: $QN_BIN not found; broker tests will fail or skip" >&2
+    echo "integration: $QN_BIN not found (build it first: make)" >&2
+    exit 1
 fi
 
 failed=""
 cd "$ROOT"
 
-if [ -f test/sql/run.sh ]; then
+if [ ! -f test/sql/run.sh ]; then
+    echo "integration: test/sql/run.sh missing: the SQL tests cannot run" >&2
+    failed="$failed sql-missing"
+else
     psql -q -X -h 127.0.0.1 -p "$QN_PG_PORT" -U postgres -d postgres \
          -v ON_ERROR_STOP=1 -c 'CREATE DATABASE sqltest' >/dev/null
     sqlargs="-h 127.0.0.1 -p $QN_PG_PORT -U postgres -d sqltest"
@@ -129,6 +133,7 @@ if [ -n "$files" ]; then
     fi
 else
     echo "integration: no test/integration/*.test.mjs files" >&2
+    failed="$failed node-missing"
 fi
 
 if [ -n "$failed" ]; then
