@@ -30,7 +30,7 @@ SUPPORT_OBJ := $(SUPPORT_SRC:%.c=$(BUILD)/obj/%.o)
 # of the clocks (base/clock.o: the fake's clock is manual).
 FAKE_UNIT_SRC := $(shell grep -l '"test/support/fake_kernel.h"' $(UNIT_SRC) /dev/null)
 FAKE_UNIT_BIN := $(FAKE_UNIT_SRC:test/unit/%.c=$(BUILD)/test/%)
-KERNEL_RUNTIME_OBJ := $(filter-out %/config.o %/envelope.o %/schema.o,$(KERNEL_SRC:%.c=$(BUILD)/obj/%.o)) \
+KERNEL_RUNTIME_OBJ := $(filter-out %/config.o %/envelope.o %/schema.o %/errors.o,$(KERNEL_SRC:%.c=$(BUILD)/obj/%.o)) \
                       $(BUILD)/obj/base/clock.o
 CMD_BINS   := $(BUILD)/queen $(if $(wildcard cmd/queen-verify/main.c),$(BUILD)/queen-verify)
 

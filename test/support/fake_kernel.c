@@ -199,23 +199,6 @@ qn_wall_us (void)
 }
 
 const char *
-qn_strerror (int rc)
-{
-    switch (rc) {
-        case QN_OK: return "ok";
-        case QN_EAGAIN: return "destination full";
-        case QN_EPROTO: return "malformed message";
-        case QN_ENOENT: return "not found";
-        case QN_ETIMEDOUT: return "timed out";
-        case QN_EINVAL: return "invalid argument";
-        case QN_ESHUTDOWN: return "shutting down";
-        case QN_EIO: return "i/o error";
-        case QN_EDB: return "database unavailable";
-        default: return "unknown error";
-    }
-}
-
-const char *
 qn_actor_name (void)
 {
     return s_name ();
