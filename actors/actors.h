@@ -62,20 +62,18 @@ qn_actor_t *qn_acceptor_new (qn_kernel_t *kernel, const qn_config_t *config);
 //  HTTP routing and the JSON API.
 qn_actor_t *qn_codec_http_new (qn_kernel_t *kernel, const qn_config_t *config);
 //  Parked long-poll pops.
-qn_actor_t *qn_lease_manager_new (qn_kernel_t *kernel, const qn_config_t *config)
-    __attribute__ ((weak));
+qn_actor_t *qn_lease_manager_new (qn_kernel_t *kernel, const qn_config_t *config);
 //  Periodic retention, eviction and segment maintenance.
-qn_actor_t *qn_retention_new (qn_kernel_t *kernel, const qn_config_t *config)
-    __attribute__ ((weak));
+qn_actor_t *qn_retention_new (qn_kernel_t *kernel, const qn_config_t *config);
 //  Timers (fires due timers into their queues) and the kv/timer sweeps.
-qn_actor_t *qn_timer_wheel_new (qn_kernel_t *kernel, const qn_config_t *config)
-    __attribute__ ((weak));
-//  Disk spool for pushes while PostgreSQL is unreachable.
+qn_actor_t *qn_timer_wheel_new (qn_kernel_t *kernel, const qn_config_t *config);
+//  Disk spool for pushes while PostgreSQL is unreachable. Still weak only
+//  because the codec's spool-state code and push.c test `if (qn_spool_new)`;
+//  the write path removes those checks, then this attribute goes.
 qn_actor_t *qn_spool_new (qn_kernel_t *kernel, const qn_config_t *config)
     __attribute__ ((weak));
 //  Background JWKS fetcher (JWT_JWKS_URL); idle without it.
-qn_actor_t *qn_jwks_new (qn_kernel_t *kernel, const qn_config_t *config)
-    __attribute__ ((weak));
+qn_actor_t *qn_jwks_new (qn_kernel_t *kernel, const qn_config_t *config);
 
 //  libpq connection keywords/values for config (static storage inside
 //  `store`); used by pg_writer and by main's boot connection.

@@ -517,21 +517,31 @@ const qn_http_route_t qn_http_routes_core [] = {
 };
 
 // ------------------------------------------------------------------ routing
+//  Every route area of the HTTP front door, named once: an area whose file
+//  is not linked in is a link error, never a silent 404.
+static const qn_http_route_t *const s_areas [] = {
+    qn_http_routes_core,        //  health, metrics (this file)
+    qn_http_routes_push,        //  configure, push, lease (push.c)
+    qn_http_routes_ack,         //  ack, ack/batch (ack.c)
+    qn_http_routes_txn,         //  transaction (txn.c)
+    qn_http_routes_pop,         //  pop (pop.c)
+    qn_http_routes_admin,       //  resources, messages, dlq, groups, status (admin.c)
+    qn_http_routes_system,      //  maintenance, buffers (system.c)
+    qn_http_routes_state,       //  kv, timers (state.c)
+    qn_http_routes_streams      //  /streams/v1/* (streams.c)
+};
+
 static const qn_http_route_t *
 s_route (qn_http_ctx_t *ctx, bool *path_known)
 {
-    const qn_http_route_t *tables [] = {
-        qn_http_routes_core, qn_http_routes_push, qn_http_routes_ack, qn_http_routes_txn,
-        qn_http_routes_pop, qn_http_routes_admin, qn_http_routes_system, qn_http_routes_state,
-        qn_http_routes_streams
-    };
+    const qn_http_route_t *const *tables = s_areas;
     const qn_http_route_t *best = NULL;
     int best_literals = -1;
     const char *params [QN_HTTP_MAX_PARAMS];
     size_t lens [QN_HTTP_MAX_PARAMS];
     *path_known = false;
-    for (size_t t = 0; t < sizeof tables / sizeof tables [0]; t++)
-        for (const qn_http_route_t *r = tables [t]; r && r->method; r++) {
+    for (size_t t = 0; t < sizeof s_areas / sizeof s_areas [0]; t++)
+        for (const qn_http_route_t *r = tables [t]; r->method; r++) {
             int lit = qn_route_match (r->pattern, &ctx->url, ctx->params, ctx->param_len);
             if (lit < 0)
                 continue;
@@ -730,7 +740,7 @@ static int
 s_on_pop_message (void *self_, const qn_env_t *env)
 {
     qn_codec_t *codec = self_;
-    return qn_http_pop_on_message ? qn_http_pop_on_message (codec, env) : 0;
+    return qn_http_pop_on_message (codec, env);
 }
 
 static int

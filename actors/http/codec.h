@@ -156,20 +156,21 @@ int qn_http_auth (qn_codec_t *codec, qn_http_ctx_t *ctx, qn_auth_level_t level);
 //  "jwks" event (QN_MSG_JWKS_KEYS): takes the new JWKS key set.
 int qn_http_auth_on_jwks (qn_codec_t *codec, const qn_env_t *env);
 
-//  Route tables of the codec_http_<area>.c files, NULL-method terminated.
-//  Each area file defines its table; a table not linked in is skipped.
+//  Route tables of the actors/http/<area>.c files, NULL-method terminated.
+//  The codec lists every area in one table (codec.c s_areas): a missing
+//  area file is a link error.
 extern const qn_http_route_t qn_http_routes_core [];
-extern const qn_http_route_t qn_http_routes_push [] __attribute__ ((weak));    //  configure, push, lease
-extern const qn_http_route_t qn_http_routes_ack [] __attribute__ ((weak));     //  ack, ack/batch
-extern const qn_http_route_t qn_http_routes_txn [] __attribute__ ((weak));     //  transaction
-extern const qn_http_route_t qn_http_routes_pop [] __attribute__ ((weak));     //  pop routes
-extern const qn_http_route_t qn_http_routes_admin [] __attribute__ ((weak));   //  resources, messages, dlq, groups, status
-extern const qn_http_route_t qn_http_routes_system [] __attribute__ ((weak));  //  maintenance, buffers
-extern const qn_http_route_t qn_http_routes_state [] __attribute__ ((weak));   //  kv, timers
-extern const qn_http_route_t qn_http_routes_streams [] __attribute__ ((weak)); //  /streams/v1/*
+extern const qn_http_route_t qn_http_routes_push [];    //  configure, push, lease
+extern const qn_http_route_t qn_http_routes_ack [];     //  ack, ack/batch
+extern const qn_http_route_t qn_http_routes_txn [];     //  transaction
+extern const qn_http_route_t qn_http_routes_pop [];     //  pop routes
+extern const qn_http_route_t qn_http_routes_admin [];   //  resources, messages, dlq, groups, status
+extern const qn_http_route_t qn_http_routes_system [];  //  maintenance, buffers
+extern const qn_http_route_t qn_http_routes_state [];   //  kv, timers
+extern const qn_http_route_t qn_http_routes_streams []; //  /streams/v1/*
 
 //  Actor messages for the pop area (actors/http/pop.c), dispatched by the
 //  codec: QN_MSG_POP_RETRY and QN_MSG_POP_EXPIRED from lease_manager.
-int qn_http_pop_on_message (qn_codec_t *codec, const qn_env_t *env) __attribute__ ((weak));
+int qn_http_pop_on_message (qn_codec_t *codec, const qn_env_t *env);
 
 #endif
