@@ -13,6 +13,7 @@
 
 #include "actors/actors.h"
 #include "wire/json.h"
+#include "wire/msg_pg.h"
 #include "wire/url.h"
 
 typedef struct qn_codec qn_codec_t;
@@ -53,19 +54,6 @@ struct qn_http_ctx {
     void (*on_cancel) (qn_http_ctx_t *ctx);
 };
 
-//  A decoded QN_MSG_PG_RESULT (see actors.h). Strings are NUL-terminated
-//  copies; rows point into `holder`.
-typedef struct {
-    bool ok;
-    char sqlstate [6];
-    char *message;              //  Owned
-    char *detail;               //  Owned
-    const msgpack_object *rows; //  Array of arrays, or NULL
-    uint32_t row_count;
-    bool timed_out;             //  No reply within the deadline
-    msgpack_unpacked holder;
-} qn_pg_result_t;
-
 //  Called with the result; ctx is NULL if the request is gone (cancelled
 //  client or shutdown) — the handler then only frees what `arg` owns.
 typedef void (qn_codec_result_fn) (qn_codec_t *codec, qn_http_ctx_t *ctx,
@@ -103,8 +91,13 @@ void qn_http_reply_pg_error (qn_http_ctx_t *ctx, const qn_pg_result_t *res);
 int qn_codec_call (qn_codec_t *codec, qn_http_ctx_t *ctx, const char *to, uint16_t type,
                    const void *body, size_t len, uint32_t timeout_ms,
                    qn_codec_result_fn *cb, void *arg);
-//  Convenience: QN_MSG_PG_EXEC of a catalogue statement with params
-//  packed by the caller (`params` is a msgpack array).
+//  QN_MSG_PG_EXEC of a catalogue statement (or QN_SQL_RAW with `sql`)
+//  with the parameters built in `args` (wire/msg_pg.h); cb as above.
+int qn_codec_exec_args (qn_codec_t *codec, qn_http_ctx_t *ctx, const char *to, uint32_t stmt_id,
+                        const char *sql, const qn_pg_args_t *args,
+                        qn_codec_result_fn *cb, void *arg);
+//  The same with the parameters already packed as one msgpack array (the
+//  write-path files that still pack their own; prefer qn_codec_exec_args).
 int qn_codec_exec (qn_codec_t *codec, qn_http_ctx_t *ctx, const char *to, uint32_t stmt_id,
                    const char *sql, const char *params, size_t params_len,
                    qn_codec_result_fn *cb, void *arg);
@@ -124,8 +117,6 @@ const char *qn_http_param (qn_http_ctx_t *ctx, int i);
 //  A request header (case-insensitive), or NULL. Only Authorization and
 //  the proxy's tenant header are kept.
 const char *qn_http_header (qn_http_ctx_t *ctx, const char *name);
-//  Frees a result's owned parts.
-void qn_pg_result_free (qn_pg_result_t *res);
 
 //  The request with this id, or NULL (answered, or client gone).
 qn_http_ctx_t *qn_codec_request (qn_codec_t *codec, uint64_t ctx_id);

@@ -7,6 +7,7 @@
 */
 #include "actors/http/write.h"
 #include "actors/pg/statements.h"
+#include "wire/msg_timer.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -596,9 +597,8 @@ qn_hw_timer_arm (qn_codec_t *codec, int64_t id, int64_t due_us)
     msgpack_sbuffer_init (&sb);
     msgpack_packer pk;
     msgpack_packer_init (&pk, &sb, msgpack_sbuffer_write);
-    msgpack_pack_array (&pk, 2);
-    msgpack_pack_int64 (&pk, id);
-    msgpack_pack_int64 (&pk, due_us);
+    qn_msg_timer_arm_t arm = { .id = id, .due_us = due_us };
+    qn_msg_timer_arm_encode (&pk, &arm);
     qn_send_body (qn_codec_kernel (codec), "timer_wheel", QN_MSG_TIMER_ARM, 0, sb.data, sb.size);
     msgpack_sbuffer_destroy (&sb);
 }

@@ -33,7 +33,7 @@
 #include "actors/pg/call.h"
 #include "actors/pg/statements.h"
 #include "base/hashmap.h"
-#include "wire/mp.h"
+#include "wire/msg_timer.h"
 
 #include <msgpack.h>
 #include <stdlib.h>
@@ -455,11 +455,11 @@ static int
 s_on_arm (void *self_, const qn_env_t *env)
 {
     self_t *self = self_;
-    int64_t id, due;
-    if (qn_mp_scan (env->body.ptr, env->body.len, "ii", &id, &due))
+    qn_msg_timer_arm_t arm;
+    if (qn_msg_timer_arm_decode (env->body.ptr, env->body.len, &arm))
         return QN_EPROTO;
-    if (due - s_db_now_us (self) <= (int64_t) S_HORIZON_MS * 1000) {
-        s_add (self, id, due);
+    if (arm.due_us - s_db_now_us (self) <= (int64_t) S_HORIZON_MS * 1000) {
+        s_add (self, arm.id, arm.due_us);
         s_arm (self);
     }
     return 0;
