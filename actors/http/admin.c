@@ -18,6 +18,7 @@
 #include "actors/pg/statements.h"
 #include "wire/crypto.h"
 #include "wire/ids.h"
+#include "wire/json_compact.h"
 
 #include <assert.h>
 #include <inttypes.h>
@@ -470,6 +471,10 @@ s_arg (qn_http_ctx_t *ctx, s_req_t *req, const s_arg_t *arg, const qn_json_doc_t
 }
 
 // ------------------------------------------------------------------ calling
+//  Members whose value is a stored payload, returned byte-for-byte as
+//  pushed: the message read route's "payload", the dead letters' "data".
+static const char *const s_payload_members [] = { "payload", "data", NULL };
+
 //  The function's (status, body) row becomes the answer; a 2xx of a
 //  waking route publishes "committed" for its queue first.
 static void
@@ -490,15 +495,17 @@ s_on_result (qn_codec_t *codec, qn_http_ctx_t *ctx, qn_pg_result_t *res, void *a
             const msgpack_object *body = &row->via.array.ptr [1];
             if (status >= 200 && status < 300 && call->wake_queue)
                 qn_codec_committed (codec, ctx->tenant, call->wake_queue, strlen (call->wake_queue));
-            if (status == 200 && call->api->post) {
-                qn_buf_t b = QN_BUF_INIT;
-                qn_buf_append (&b, body->via.str.ptr, body->via.str.size);
-                call->api->post (codec, &b);
+            //  PostgreSQL's json spelling becomes the broker's compact one;
+            //  stored payloads go out as they were pushed.
+            qn_buf_t b = QN_BUF_INIT;
+            if (qn_json_compact (body->via.str.ptr, body->via.str.size, s_payload_members, &b))
+                qn_http_reply_error (ctx, 500, "malformed admin function result");
+            else {
+                if (status == 200 && call->api->post)
+                    call->api->post (codec, &b);
                 qn_http_reply_json (ctx, status, b.data, b.len);
-                qn_buf_free (&b);
             }
-            else
-                qn_http_reply_json (ctx, status, body->via.str.ptr, body->via.str.size);
+            qn_buf_free (&b);
         }
     }
     free (call->wake_queue);

@@ -48,6 +48,7 @@ struct qn_codec {
     int64_t started_wall_us;
     qn_buf_t out;               //  Reusable response buffer
     qn_http_auth_t *auth;       //  Owned: access control, created on first use
+    qn_http_seal_t *seal;       //  Owned: payload encryption state, created on first use
     s_held_t *held_head;        //  Owned: responses the acceptor could not take
     s_held_t *held_tail;        //  yet, sent in this order when it drains
     bool held_waiting;          //  qn_on_writable asked
@@ -94,6 +95,14 @@ qn_codec_auth (qn_codec_t *codec)
     if (!codec->auth)
         codec->auth = qn_http_auth_new (codec->kernel, codec->config);
     return codec->auth;
+}
+
+qn_http_seal_t *
+qn_codec_seal (qn_codec_t *codec)
+{
+    if (!codec->seal)
+        codec->seal = qn_http_seal_new (codec->config);
+    return codec->seal;
 }
 
 bool
@@ -840,6 +849,7 @@ s_destroy (void **self_p)
     }
     qn_buf_free (&codec->out);
     qn_http_auth_destroy (&codec->auth);
+    qn_http_seal_destroy (&codec->seal);
     free (codec);
     *self_p = NULL;
 }

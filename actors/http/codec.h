@@ -147,6 +147,14 @@ int qn_http_auth (qn_codec_t *codec, qn_http_ctx_t *ctx, qn_auth_level_t level);
 //  "jwks" event (QN_MSG_JWKS_KEYS): takes the new JWKS key set.
 int qn_http_auth_on_jwks (qn_codec_t *codec, const qn_env_t *env);
 
+// ------------------------------------------------------------------ payload encryption
+//  actors/http/seal.c: the key ring and the queue-encryption cache belong
+//  to the codec, created on first use through qn_codec_seal.
+typedef struct qn_http_seal qn_http_seal_t;
+qn_http_seal_t *qn_codec_seal (qn_codec_t *codec);
+qn_http_seal_t *qn_http_seal_new (const qn_config_t *config);
+void qn_http_seal_destroy (qn_http_seal_t **self_p);
+
 //  Route tables of the actors/http/<area>.c files, NULL-method terminated.
 //  The codec lists every area in one table (codec.c s_areas): a missing
 //  area file is a link error.

@@ -20,6 +20,7 @@
 */
 #include "actors/http/write.h"
 #include "actors/pg/statements.h"
+#include "wire/json_compact.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -634,7 +635,7 @@ s_on_state (qn_codec_t *codec, qn_http_ctx_t *ctx, qn_pg_result_t *res, void *ar
             s_reply_fail (ctx, 500, res->message && res->message [0] ? res->message : "database error", true);
         return;
     }
-    qn_buf_t b = QN_BUF_INIT;
+    qn_buf_t b = QN_BUF_INIT, scratch = QN_BUF_INIT;
     qn_jw_t w;
     qn_jw_init (&w, &b);
     qn_jw_obj (&w);
@@ -651,7 +652,12 @@ s_on_state (qn_codec_t *codec, qn_http_ctx_t *ctx, qn_pg_result_t *res, void *ar
         qn_jw_obj (&w);
         qn_jw_key (&w, "key");
         qn_jw_strn (&w, key, klen);
-        qn_jw_kraw (&w, "value", value, vlen);      //  jsonb text: valid JSON
+        //  jsonb text ({"a": 1}) in the broker's compact spelling.
+        qn_buf_reset (&scratch);
+        if (qn_json_compact (value, vlen, NULL, &scratch))
+            qn_jw_knull (&w, "value");
+        else
+            qn_jw_kraw (&w, "value", scratch.data, scratch.len);
         if (qn_hw_col_int (res, r, 2, &at)) {
             s_ts_offset (at, ts);
             qn_jw_kstr (&w, "updated_at", ts);
@@ -662,6 +668,7 @@ s_on_state (qn_codec_t *codec, qn_http_ctx_t *ctx, qn_pg_result_t *res, void *ar
     }
     qn_jw_arr_end (&w);
     qn_jw_obj_end (&w);
+    qn_buf_free (&scratch);
     qn_hw_reply_buf (ctx, 200, &b);
 }
 
