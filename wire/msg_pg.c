@@ -110,6 +110,19 @@ qn_pg_args_obj (qn_pg_args_t *a, const msgpack_object *o)
     a->count++;
 }
 
+msgpack_packer *
+qn_pg_args_value (qn_pg_args_t *a)
+{
+    return qn_pg_args_values (a, 1);
+}
+
+msgpack_packer *
+qn_pg_args_values (qn_pg_args_t *a, uint32_t n)
+{
+    a->count += n;
+    return &a->pk;
+}
+
 // ------------------------------------------------------------------ PG_EXEC
 static void
 s_exec_head (msgpack_packer *pk, uint32_t stmt_id, const char *sql)

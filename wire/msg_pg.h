@@ -45,6 +45,12 @@ void qn_pg_args_double (qn_pg_args_t *a, double v);
 void qn_pg_args_bin (qn_pg_args_t *a, const void *p, size_t len);
 //  A value already in msgpack form (e.g. a column of an earlier result).
 void qn_pg_args_obj (qn_pg_args_t *a, const msgpack_object *o);
+//  For one composite parameter (a typed array packed by a helper): counts
+//  one parameter and returns the packer, with which the caller packs
+//  exactly one msgpack value.
+msgpack_packer *qn_pg_args_value (qn_pg_args_t *a);
+//  The same for n parameters packed by one helper (n msgpack values).
+msgpack_packer *qn_pg_args_values (qn_pg_args_t *a, uint32_t n);
 
 // ------------------------------------------------------------------ PG_EXEC
 typedef struct {

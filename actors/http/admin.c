@@ -522,21 +522,12 @@ s_sql (qn_buf_t *sql, const s_api_t *api, const s_req_t *req)
     qn_buf_puts (sql, ")");
 }
 
-//  Packs the parameters as a msgpack array of strings and nils.
+//  The parameters: text values and NULLs.
 static void
-s_params (msgpack_sbuffer *b, const s_req_t *req)
+s_params (qn_pg_args_t *args, const s_req_t *req)
 {
-    msgpack_packer pk;
-    msgpack_packer_init (&pk, b, msgpack_sbuffer_write);
-    msgpack_pack_array (&pk, (size_t) req->n);
     for (int i = 0; i < req->n; i++)
-        if (req->vals [i]) {
-            size_t len = strlen (req->vals [i]);
-            msgpack_pack_str (&pk, len);
-            msgpack_pack_str_body (&pk, req->vals [i], len);
-        }
-        else
-            msgpack_pack_nil (&pk);
+        qn_pg_args_cstr (args, req->vals [i]);
 }
 
 //  The generic handler: body, arguments, one call, one answer.
@@ -568,21 +559,21 @@ s_run (qn_codec_t *codec, qn_http_ctx_t *ctx, const s_api_t *api)
     }
     qn_buf_t sql = QN_BUF_INIT;
     s_sql (&sql, api, &req);
-    msgpack_sbuffer params;
-    msgpack_sbuffer_init (&params);
+    qn_pg_args_t params;
+    qn_pg_args_init (&params);
     s_params (&params, &req);
     s_call_t *call = qn_zalloc (sizeof *call);
     call->api = api;
     call->wake_queue = req.wake_queue;
     req.wake_queue = NULL;
-    int rc = qn_codec_exec (codec, ctx, api->write ? "pg_writer" : "pg_reader", QN_SQL_RAW,
-                            sql.data, params.data, params.size, s_on_result, call);
+    int rc = qn_codec_exec_args (codec, ctx, api->write ? "pg_writer" : "pg_reader", QN_SQL_RAW,
+                                 sql.data, &params, s_on_result, call);
     if (rc) {
         free (call->wake_queue);
         free (call);
         qn_http_reply_error (ctx, 503, "database unavailable");
     }
-    msgpack_sbuffer_destroy (&params);
+    qn_pg_args_free (&params);
     qn_buf_free (&sql);
 done:
     qn_buf_free (&tmp);

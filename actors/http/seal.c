@@ -329,16 +329,14 @@ qn_hw_seal_then (qn_codec_t *codec, qn_http_ctx_t *ctx, qn_hw_call_t *c, qn_hw_s
     qn_buf_free (&scratch);
     int rc = -1;
     if (unconfirmed && qn_codec_db_up (codec)) {
+        qn_pg_args_t args;
+        qn_pg_args_init (&args);
+        qn_pg_args_cstr (&args, ctx->tenant);
+        qn_pg_args_str (&args, names.data, names.len);
         msgpack_sbuffer sb;
         msgpack_sbuffer_init (&sb);
-        msgpack_packer pk;
-        msgpack_packer_init (&pk, &sb, msgpack_sbuffer_write);
-        msgpack_pack_array (&pk, 3);
-        msgpack_pack_uint32 (&pk, QN_SQL_RAW);
-        qn_hw_pack_cstr (&pk, s_qconf_sql);
-        msgpack_pack_array (&pk, 2);
-        qn_hw_pack_cstr (&pk, ctx->tenant);
-        qn_hw_pack_strn (&pk, names.data, names.len);
+        qn_msg_pg_exec_encode (&sb, QN_SQL_RAW, s_qconf_sql, &args);
+        qn_pg_args_free (&args);
         s_qconf_ask_t *ask = qn_zalloc (sizeof *ask);
         ask->c = c;
         ask->then = then;

@@ -139,26 +139,6 @@ s_field (const qn_json_doc_t *doc, const char *key)
 }
 
 // ------------------------------------------------------------------ packing and results
-static void
-s_pack_strn (msgpack_packer *pk, const char *s, size_t len)
-{
-    msgpack_pack_str (pk, len);
-    msgpack_pack_str_body (pk, s, len);
-}
-
-static void
-s_pack_str (msgpack_packer *pk, const char *s)
-{
-    s_pack_strn (pk, s, strlen (s));
-}
-
-static void
-s_pack_bin (msgpack_packer *pk, const char *s, size_t len)
-{
-    msgpack_pack_bin (pk, len);
-    msgpack_pack_bin_body (pk, s, len);
-}
-
 //  Column c of row r, or NULL.
 static const msgpack_object *
 s_col (const qn_pg_result_t *res, uint32_t r, uint32_t c)
@@ -289,10 +269,10 @@ s_reply_buf (qn_http_ctx_t *ctx, int status, qn_buf_t *b)
 //  Sends the statement; answers 503 when it cannot be sent (then cb is not
 //  called and `call` is freed).
 static void
-s_exec (qn_codec_t *codec, qn_http_ctx_t *ctx, uint32_t stmt, msgpack_sbuffer *params,
+s_exec (qn_codec_t *codec, qn_http_ctx_t *ctx, uint32_t stmt, const qn_pg_args_t *args,
         qn_codec_result_fn *cb, s_call_t *call)
 {
-    int rc = qn_codec_exec (codec, ctx, "pg_writer", stmt, NULL, params->data, params->size, cb, call);
+    int rc = qn_codec_exec_args (codec, ctx, "pg_writer", stmt, NULL, args, cb, call);
     if (rc) {
         free (call);
         qn_http_reply_errorf (ctx, 503, "database unavailable: %s", qn_strerror (rc));
@@ -348,14 +328,15 @@ s_bucket_key (qn_http_ctx_t *ctx, bool with_key)
     return s_param (ctx, 0, "bucket", &len) && (!with_key || s_param (ctx, 1, "key", &len));
 }
 
+//  Starts the parameters of a kv call: tenant, bucket (and key).
 static void
-s_pack_head (msgpack_packer *pk, qn_http_ctx_t *ctx, uint32_t nparams, bool with_key)
+s_args_head (qn_pg_args_t *args, qn_http_ctx_t *ctx, bool with_key)
 {
-    msgpack_pack_array (pk, nparams);
-    s_pack_str (pk, ctx->tenant);
-    s_pack_strn (pk, qn_http_param (ctx, 0), ctx->param_len [0]);
+    qn_pg_args_init (args);
+    qn_pg_args_cstr (args, ctx->tenant);
+    qn_pg_args_str (args, qn_http_param (ctx, 0), ctx->param_len [0]);
     if (with_key)
-        s_pack_strn (pk, qn_http_param (ctx, 1), ctx->param_len [1]);
+        qn_pg_args_str (args, qn_http_param (ctx, 1), ctx->param_len [1]);
 }
 
 //  Row: status, version, expires_at, current_version.
@@ -411,17 +392,14 @@ s_kv_put (qn_codec_t *codec, qn_http_ctx_t *ctx)
         qn_http_reply_errorf (ctx, 413, "value must be at most %d bytes", S_VALUE_MAX);
         return;
     }
-    msgpack_sbuffer sb;
-    msgpack_sbuffer_init (&sb);
-    msgpack_packer pk;
-    msgpack_packer_init (&pk, &sb, msgpack_sbuffer_write);
-    s_pack_head (&pk, ctx, 6, true);
-    s_pack_bin (&pk, value, len);
-    has_if ? msgpack_pack_int64 (&pk, if_version) : msgpack_pack_nil (&pk);
-    has_ttl ? msgpack_pack_int64 (&pk, ttl) : msgpack_pack_nil (&pk);
+    qn_pg_args_t args;
+    s_args_head (&args, ctx, true);
+    qn_pg_args_bin (&args, value, len);
+    has_if ? qn_pg_args_int (&args, if_version) : qn_pg_args_null (&args);
+    has_ttl ? qn_pg_args_int (&args, ttl) : qn_pg_args_null (&args);
     qn_json_doc_free (&doc);
-    s_exec (codec, ctx, QN_SQL_KV_PUT, &sb, s_on_kv_put, NULL);
-    msgpack_sbuffer_destroy (&sb);
+    s_exec (codec, ctx, QN_SQL_KV_PUT, &args, s_on_kv_put, NULL);
+    qn_pg_args_free (&args);
 }
 
 //  True when the call found a row; otherwise answers (the database error,
@@ -470,13 +448,10 @@ s_kv_get (qn_codec_t *codec, qn_http_ctx_t *ctx)
 {
     if (!s_bucket_key (ctx, true))
         return;
-    msgpack_sbuffer sb;
-    msgpack_sbuffer_init (&sb);
-    msgpack_packer pk;
-    msgpack_packer_init (&pk, &sb, msgpack_sbuffer_write);
-    s_pack_head (&pk, ctx, 3, true);
-    s_exec (codec, ctx, QN_SQL_KV_GET, &sb, s_on_kv_get, NULL);
-    msgpack_sbuffer_destroy (&sb);
+    qn_pg_args_t args;
+    s_args_head (&args, ctx, true);
+    s_exec (codec, ctx, QN_SQL_KV_GET, &args, s_on_kv_get, NULL);
+    qn_pg_args_free (&args);
 }
 
 //  Row: status (deleted | not_found | conflict), version.
@@ -516,14 +491,11 @@ s_kv_delete (qn_codec_t *codec, qn_http_ctx_t *ctx)
     if (!s_bucket_key (ctx, true)
     ||  !s_query_int (ctx, "ifVersion", 0, INT64_MAX, &if_version, &has_if))
         return;
-    msgpack_sbuffer sb;
-    msgpack_sbuffer_init (&sb);
-    msgpack_packer pk;
-    msgpack_packer_init (&pk, &sb, msgpack_sbuffer_write);
-    s_pack_head (&pk, ctx, 4, true);
-    has_if ? msgpack_pack_int64 (&pk, if_version) : msgpack_pack_nil (&pk);
-    s_exec (codec, ctx, QN_SQL_KV_DELETE, &sb, s_on_kv_delete, NULL);
-    msgpack_sbuffer_destroy (&sb);
+    qn_pg_args_t args;
+    s_args_head (&args, ctx, true);
+    has_if ? qn_pg_args_int (&args, if_version) : qn_pg_args_null (&args);
+    s_exec (codec, ctx, QN_SQL_KV_DELETE, &args, s_on_kv_delete, NULL);
+    qn_pg_args_free (&args);
 }
 
 //  Rows: key, version, expires_at, updated_at; one more than shown when a
@@ -582,16 +554,13 @@ s_kv_list (qn_codec_t *codec, qn_http_ctx_t *ctx)
         return;
     s_call_t *call = qn_zalloc (sizeof *call);
     call->limit = limit;
-    msgpack_sbuffer sb;
-    msgpack_sbuffer_init (&sb);
-    msgpack_packer pk;
-    msgpack_packer_init (&pk, &sb, msgpack_sbuffer_write);
-    s_pack_head (&pk, ctx, 5, false);
-    prefix && prefix_len ? s_pack_strn (&pk, prefix, prefix_len) : msgpack_pack_nil (&pk);
-    after && after_len ? s_pack_strn (&pk, after, after_len) : msgpack_pack_nil (&pk);
-    msgpack_pack_int64 (&pk, limit + 1);
-    s_exec (codec, ctx, QN_SQL_KV_LIST, &sb, s_on_kv_list, call);
-    msgpack_sbuffer_destroy (&sb);
+    qn_pg_args_t args;
+    s_args_head (&args, ctx, false);
+    qn_pg_args_str (&args, prefix && prefix_len ? prefix : NULL, prefix_len);
+    qn_pg_args_str (&args, after && after_len ? after : NULL, after_len);
+    qn_pg_args_int (&args, limit + 1);
+    s_exec (codec, ctx, QN_SQL_KV_LIST, &args, s_on_kv_list, call);
+    qn_pg_args_free (&args);
 }
 
 // ------------------------------------------------------------------ timers
@@ -720,39 +689,36 @@ s_timer_send (qn_codec_t *codec, qn_http_ctx_t *ctx, qn_hw_call_t *c)
     const qn_hw_extra_t *x = &c->extra [tm->extra];
     bool sealed = x->sealed.len > 0;
     qn_buf_t scratch = QN_BUF_INIT;
-    msgpack_sbuffer sb;
-    msgpack_sbuffer_init (&sb);
-    msgpack_packer pk;
-    msgpack_packer_init (&pk, &sb, msgpack_sbuffer_write);
-    msgpack_pack_array (&pk, 10);
-    s_pack_str (&pk, ctx->tenant);
-    s_pack_str (&pk, tm->timer_id);
-    qn_hw_pack_tok (&pk, &c->doc, tm->queue, &scratch);
-    qn_hw_pack_tok (&pk, &c->doc, tm->partition, &scratch);
+    qn_pg_args_t args;
+    qn_pg_args_init (&args);
+    qn_pg_args_cstr (&args, ctx->tenant);
+    qn_pg_args_cstr (&args, tm->timer_id);
+    qn_hw_pack_tok (qn_pg_args_value (&args), &c->doc, tm->queue, &scratch);
+    qn_hw_pack_tok (qn_pg_args_value (&args), &c->doc, tm->partition, &scratch);
     if (sealed)
-        s_pack_bin (&pk, x->sealed.data, x->sealed.len);
+        qn_pg_args_bin (&args, x->sealed.data, x->sealed.len);
     else {
         size_t len;
         const char *raw = qn_json_raw (&c->doc, tm->payload, &len);
-        s_pack_bin (&pk, raw, len);
+        qn_pg_args_bin (&args, raw, len);
     }
     if (tm->txn >= 0)
-        qn_hw_pack_tok (&pk, &c->doc, tm->txn, &scratch);
+        qn_hw_pack_tok (qn_pg_args_value (&args), &c->doc, tm->txn, &scratch);
     else
-        s_pack_str (&pk, tm->minted_txn);
-    tm->txn >= 0 ? msgpack_pack_true (&pk) : msgpack_pack_false (&pk);
-    tm->has_at ? msgpack_pack_int64 (&pk, tm->at_us) : msgpack_pack_nil (&pk);
-    tm->has_at ? msgpack_pack_nil (&pk) : msgpack_pack_int64 (&pk, tm->delay_ms);
+        qn_pg_args_cstr (&args, tm->minted_txn);
+    qn_pg_args_bool (&args, tm->txn >= 0);
+    tm->has_at ? qn_pg_args_int (&args, tm->at_us) : qn_pg_args_null (&args);
+    tm->has_at ? qn_pg_args_null (&args) : qn_pg_args_int (&args, tm->delay_ms);
     //  Sealed: the keyed digest of the plaintext stands for the payload in
     //  the fingerprint (the envelope differs at every create).
     if (sealed)
-        s_pack_bin (&pk, (const char *) x->digest, sizeof x->digest);
+        qn_pg_args_bin (&args, x->digest, sizeof x->digest);
     else
-        msgpack_pack_nil (&pk);
+        qn_pg_args_null (&args);
     s_call_t *call = qn_zalloc (sizeof *call);
     memcpy (call->timer_id, tm->timer_id, sizeof call->timer_id);
-    s_exec (codec, ctx, QN_SQL_TIMER_CREATE, &sb, s_on_timer_created, call);
-    msgpack_sbuffer_destroy (&sb);
+    s_exec (codec, ctx, QN_SQL_TIMER_CREATE, &args, s_on_timer_created, call);
+    qn_pg_args_free (&args);
     qn_buf_free (&scratch);
     qn_hw_call_free (c);
 }
@@ -845,15 +811,12 @@ s_timer_exec (qn_codec_t *codec, qn_http_ctx_t *ctx, uint32_t stmt, qn_codec_res
     const char *id = s_param (ctx, 0, "timerId", &len);
     if (!id)
         return;
-    msgpack_sbuffer sb;
-    msgpack_sbuffer_init (&sb);
-    msgpack_packer pk;
-    msgpack_packer_init (&pk, &sb, msgpack_sbuffer_write);
-    msgpack_pack_array (&pk, 2);
-    s_pack_str (&pk, ctx->tenant);
-    s_pack_strn (&pk, id, len);
-    s_exec (codec, ctx, stmt, &sb, cb, NULL);
-    msgpack_sbuffer_destroy (&sb);
+    qn_pg_args_t args;
+    qn_pg_args_init (&args);
+    qn_pg_args_cstr (&args, ctx->tenant);
+    qn_pg_args_str (&args, id, len);
+    s_exec (codec, ctx, stmt, &args, cb, NULL);
+    qn_pg_args_free (&args);
 }
 
 static void
@@ -981,24 +944,21 @@ s_timer_list (qn_codec_t *codec, qn_http_ctx_t *ctx)
     }
     s_call_t *call = qn_zalloc (sizeof *call);
     call->limit = limit;
-    msgpack_sbuffer sb;
-    msgpack_sbuffer_init (&sb);
-    msgpack_packer pk;
-    msgpack_packer_init (&pk, &sb, msgpack_sbuffer_write);
-    msgpack_pack_array (&pk, 5);
-    s_pack_str (&pk, ctx->tenant);
-    queue && queue_len ? s_pack_strn (&pk, queue, queue_len) : msgpack_pack_nil (&pk);
+    qn_pg_args_t args;
+    qn_pg_args_init (&args);
+    qn_pg_args_cstr (&args, ctx->tenant);
+    qn_pg_args_str (&args, queue && queue_len ? queue : NULL, queue_len);
     if (after && after_len) {
-        msgpack_pack_int64 (&pk, due);
-        msgpack_pack_int64 (&pk, id);
+        qn_pg_args_int (&args, due);
+        qn_pg_args_int (&args, id);
     }
     else {
-        msgpack_pack_nil (&pk);
-        msgpack_pack_nil (&pk);
+        qn_pg_args_null (&args);
+        qn_pg_args_null (&args);
     }
-    msgpack_pack_int64 (&pk, limit + 1);
-    s_exec (codec, ctx, QN_SQL_TIMER_LIST, &sb, s_on_timer_list, call);
-    msgpack_sbuffer_destroy (&sb);
+    qn_pg_args_int (&args, limit + 1);
+    s_exec (codec, ctx, QN_SQL_TIMER_LIST, &args, s_on_timer_list, call);
+    qn_pg_args_free (&args);
 }
 
 const qn_http_route_t qn_http_routes_state [] = {
