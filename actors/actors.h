@@ -4,16 +4,15 @@
     Message bodies between actors are msgpack arrays, documented here once:
 
     pg_writer / pg_reader
-      QN_MSG_PG_EXEC     [stmt_id, sql|nil, [params...]]
-                         stmt_id from actors/pg/statements.h; 0 runs `sql` (a
-                         whitelisted call built by the codec, never client
-                         text) with text-format parameters.
+      QN_MSG_PG_EXEC     [stmt_id, sql|nil, [params...]]  wire/msg_pg.h
+                         (encode with qn_msg_pg_exec_encode and a
+                         qn_pg_args_t; decode with qn_msg_pg_exec_decode)
       QN_MSG_PG_PUSH     [tenant, [[queue, partition, txn|nil, payload(bin),
                          trace|nil, producer|nil, encrypted], ...]]
                          merged with concurrent pushes into one queen.push.
       reply QN_MSG_PG_RESULT [ok, sqlstate, message, detail, [[col...]...]]
-                         timestamps as int64 us since the Unix epoch, uuid
-                         as canonical strings, bytea as bin. For PG_PUSH the
+                         wire/msg_pg.h: decoded once, by qn_pg_result_decode,
+                         into qn_pg_result_t. For PG_PUSH the
                          rows are [ord, seq, partition_id, queue_id,
                          duplicate] with ord 1-based within the request.
       event "db"         QN_MSG_DB_HEALTH [up]
@@ -34,19 +33,21 @@
       event "spool"      QN_MSG_SPOOL_STATS [pending, failed]
       event "maintenance" QN_MSG_CONFIG [push, pop]
 
-    codec_http <-> jwks (access control, actors/http/auth.c)
+    codec_http <-> jwks (access control, actors/http/auth.c): wire/msg_jwks.h
       event "jwks"       QN_MSG_JWKS_KEYS [generation, jwks json (bin)]
-                         a fetched JWKS with at least one usable key
-      QN_MSG_JWKS_REFRESH []                a token named an unknown key
+      QN_MSG_JWKS_REFRESH []
 
-    acceptor <-> codec_http
+    codec_http -> timer_wheel: wire/msg_timer.h
+      QN_MSG_TIMER_ARM   [id, due_us]
+
+    acceptor <-> codec_http: wire/msg_http.h
       QN_MSG_HTTP_REQUEST  [conn_id, seq, method, target, keep_alive,
                            [[name, value]...]] + frame: request body
-      QN_MSG_HTTP_RESPONSE [conn_id, seq, close] + frame: the serialised
-                           HTTP response
-      QN_MSG_HTTP_CLOSED   [conn_id]       the client went away
-      QN_MSG_HTTP_DRAINED  []              acceptor stopping: answer parked
-                                           requests now
+      QN_MSG_HTTP_RESPONSE [conn_id, seq, close] + frame: the response;
+                           at the acceptor's high-water mark the codec holds
+                           responses and sends them in order on writable
+      QN_MSG_HTTP_CLOSED   [conn_id]
+      QN_MSG_HTTP_DRAINED  []              also the codec's "http.drained"
 */
 #ifndef QN_ACTORS_ACTORS_H
 #define QN_ACTORS_ACTORS_H

@@ -10,7 +10,6 @@
 #define QN_MSG_LIST(X) \
     X (QN_MSG_START,          1)   /* kernel -> actor: loop is ready */ \
     X (QN_MSG_STOP,           2)   /* kernel -> actor: finish and stop */ \
-    X (QN_MSG_ERROR,          3)   /* reply carrying [code, text] */ \
     X (QN_MSG_HTTP_REQUEST,  10)   /* acceptor -> codec_http */ \
     X (QN_MSG_HTTP_RESPONSE, 11)   /* codec_http -> acceptor */ \
     X (QN_MSG_HTTP_CLOSED,   12)   /* acceptor -> codec_http: client gone */ \
@@ -19,7 +18,6 @@
     X (QN_MSG_PG_RESULT,     21)   /* reply: rows */ \
     X (QN_MSG_PG_PUSH,       22)   /* -> pg_writer: push items (batched) */ \
     X (QN_MSG_DB_HEALTH,     23)   /* event "db": [up] */ \
-    X (QN_MSG_PG_PIPELINE,   24)   /* -> pg_writer: several statements, one transaction */ \
     X (QN_MSG_COMMITTED,     30)   /* event "committed": [tenant, queue(, partition)] */ \
     X (QN_MSG_POP_PARK,      31)   /* codec_http -> lease_manager */ \
     X (QN_MSG_POP_RETRY,     32)   /* lease_manager -> codec_http: run it again */ \
@@ -29,7 +27,6 @@
     X (QN_MSG_SPOOL_APPEND,  40)   /* codec_http -> spool */ \
     X (QN_MSG_SPOOL_STATS,   41)   /* -> spool: counts */ \
     X (QN_MSG_SPOOL_REPLAYED, 42)  /* event "spool": replay progress */ \
-    X (QN_MSG_TICK,          50)   /* periodic self-message */ \
     X (QN_MSG_CONFIG,        51)   /* event "maintenance": [push, pop] */ \
     X (QN_MSG_POP_SETTLED,   36)   /* codec_http -> lease_manager: woken pop done [ctx_id, found] */ \
     X (QN_MSG_JWKS_KEYS,     60)   /* event "jwks": [generation, jwks json (bin)] */ \
