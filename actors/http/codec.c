@@ -8,7 +8,9 @@
               PG_RESULT replies, "db" events
     Sends     QN_MSG_HTTP_RESPONSE to the acceptor; PG_EXEC / PG_PUSH to
               pg_writer and pg_reader; "committed" events
-    Owns      the request contexts
+    Owns      the request contexts; responses held while the acceptor is at
+              its high-water mark (sent in order when it drains); the
+              access-control and payload-encryption state (auth.c, seal.c)
     Failure   a bad request gets a 4xx JSON error; a handler that never
               answers is caught by the request's own deadline
 */
