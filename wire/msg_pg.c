@@ -248,6 +248,19 @@ qn_pg_result_free (qn_pg_result_t *res)
     msgpack_unpacked_init (&res->holder);
 }
 
+bool
+qn_pg_result_failed (const qn_pg_result_t *res, char *why, size_t why_len)
+{
+    if (res->ok)
+        return false;
+    if (res->timed_out)
+        snprintf (why, why_len, "no answer in time");
+    else
+        snprintf (why, why_len, "sqlstate=%s message=%s", res->sqlstate,
+                  res->message ? res->message : "");
+    return true;
+}
+
 const msgpack_object *
 qn_pg_result_col (const qn_pg_result_t *res, uint32_t r, uint32_t c)
 {

@@ -93,6 +93,9 @@ typedef struct {
 //  qn_pg_result_free in every case.
 int qn_pg_result_decode (const char *buf, size_t len, qn_pg_result_t *res);
 void qn_pg_result_free (qn_pg_result_t *res);
+//  True when the result is a failure, with a short reason for logs in why
+//  ("no answer in time", "sqlstate=... message=...").
+bool qn_pg_result_failed (const qn_pg_result_t *res, char *why, size_t why_len);
 //  Column c of row r when that row is an array with at least c + 1
 //  columns, else NULL.
 const msgpack_object *qn_pg_result_col (const qn_pg_result_t *res, uint32_t r, uint32_t c);

@@ -133,6 +133,8 @@ test_result_round_trip (void **state)
     assert_int_equal (qn_pg_result_decode (b.data, b.size, &res), 0);
     assert_true (res.ok);
     assert_false (res.timed_out);
+    char why [8] = "";
+    assert_false (qn_pg_result_failed (&res, why, sizeof why));
     assert_string_equal (res.message, "");
     assert_string_equal (res.detail, "");
     assert_int_equal (res.row_count, 2);
@@ -161,6 +163,9 @@ test_result_round_trip (void **state)
     assert_string_equal (res.message, "duplicate key");
     assert_string_equal (res.detail, "Key (id)=(1)");
     assert_int_equal (res.row_count, 0);
+    char why [64];
+    assert_true (qn_pg_result_failed (&res, why, sizeof why));
+    assert_string_equal (why, "sqlstate=23505 message=duplicate key");
     qn_pg_result_free (&res);
     msgpack_sbuffer_destroy (&b);
 }
@@ -175,6 +180,9 @@ test_result_timeout_and_malformed (void **state)
     assert_false (res.ok);
     assert_string_equal (res.sqlstate, "57014");
     assert_non_null (res.message);
+    char why [64];
+    assert_true (qn_pg_result_failed (&res, why, sizeof why));
+    assert_string_equal (why, "no answer in time");
     qn_pg_result_free (&res);
     //  Four fields, and a first field that is not a boolean.
     msgpack_sbuffer b;
