@@ -133,8 +133,8 @@ test_result_round_trip (void **state)
     assert_int_equal (qn_pg_result_decode (b.data, b.size, &res), 0);
     assert_true (res.ok);
     assert_false (res.timed_out);
-    char why [8] = "";
-    assert_false (qn_pg_result_failed (&res, why, sizeof why));
+    char none [8] = "";
+    assert_false (qn_pg_result_failed (&res, none, sizeof none));
     assert_string_equal (res.message, "");
     assert_string_equal (res.detail, "");
     assert_int_equal (res.row_count, 2);
