@@ -17,7 +17,7 @@ BASE_SRC   := $(sort $(wildcard base/*.c))
 WIRE_SRC   := $(sort $(wildcard wire/*.c))
 KERNEL_SRC := $(sort $(wildcard kernel/*.c))
 ACTOR_SRC  := $(sort $(wildcard actors/*.c actors/*/*.c))
-SCHEMA_SQL := $(sort $(wildcard schema/*.sql))
+SCHEMA_SQL := schema/bootstrap.sql $(sort $(wildcard schema/migrations/*.sql)) $(sort $(wildcard schema/functions/*.sql))
 LIB_SRC    := $(BASE_SRC) $(WIRE_SRC) $(KERNEL_SRC) $(ACTOR_SRC)
 LIB_OBJ    := $(LIB_SRC:%.c=$(BUILD)/obj/%.o) $(BUILD)/obj/schema_sql.o \
               $(BUILD)/obj/llhttp/llhttp.o $(BUILD)/obj/llhttp/api.o $(BUILD)/obj/llhttp/http.o

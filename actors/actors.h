@@ -7,15 +7,27 @@
       QN_MSG_PG_EXEC     [stmt_id, sql|nil, [params...]]  wire/msg_pg.h
                          (encode with qn_msg_pg_exec_encode and a
                          qn_pg_args_t; decode with qn_msg_pg_exec_decode)
-      QN_MSG_PG_PUSH     [tenant, [[queue, partition, txn|nil, payload(bin),
-                         trace|nil, producer|nil, encrypted], ...]]
-                         merged with concurrent pushes into one queen.push.
       reply QN_MSG_PG_RESULT [ok, sqlstate, message, detail, [[col...]...]]
                          wire/msg_pg.h: decoded once, by qn_pg_result_decode,
-                         into qn_pg_result_t. For PG_PUSH the
-                         rows are [ord, seq, partition_id, queue_id,
-                         duplicate] with ord 1-based within the request.
+                         into qn_pg_result_t. Timestamps as int64 us since
+                         the Unix epoch, uuid as canonical strings, bytea as
+                         bin.
       event "db"         QN_MSG_DB_HEALTH [up]
+
+    the write path (pg_writer; wire/msg_push.h, msg_spool.h, msg_maint.h)
+      QN_MSG_PUSH        [tenant, flags, items] from any front door (or a
+                         spool replay): ONE answer QN_MSG_PUSH_ANSWER, per
+                         item queued / duplicate / buffered, or a refusal.
+                         pg_writer routes it (actors/pg/push_route.h):
+                         batched into queen.push, or forwarded to the spool
+                         as QN_MSG_SPOOL_APPEND with the pusher's reply_to
+                         (the spool answers the pusher after fdatasync).
+      QN_MSG_SPOOL_DRAINED [appends]  spool -> pg_writer: all replayed
+      QN_MSG_MAINT_SET   [pop, enabled] -> pg_writer, reply and event
+                         "maintenance" QN_MSG_MAINT_STATE [push, pop, gen]
+      QN_MSG_SPOOL_STATS_ASK [] -> spool, reply QN_MSG_SPOOL_STATS_REPLY
+      event "committed"  QN_MSG_COMMITTED (wire/msg_committed.h), published
+                         through actors/pg/committed.h by whoever commits
 
     codec_http <-> lease_manager (long-poll; details in lease_manager.c)
       QN_MSG_POP_PARK    [ctx_id, tenant, queue|nil, partition|nil,
@@ -25,19 +37,12 @@
       QN_MSG_POP_SETTLED [ctx_id, found]    a woken pop ended without parking
       QN_MSG_POP_RETRY   [ctx_id]           run the pop again
       QN_MSG_POP_EXPIRED [ctx_id]           deadline: answer empty
-      event "committed"  QN_MSG_COMMITTED [tenant, queue(, partition)]
-
-    codec_http <-> spool
-      QN_MSG_SPOOL_APPEND [tenant, items]   items as in PG_PUSH, every txn set;
-                         reply PG_RESULT after fdatasync
-      event "spool"      QN_MSG_SPOOL_STATS [pending, failed]
-      event "maintenance" QN_MSG_CONFIG [push, pop]
 
     codec_http <-> jwks (access control, actors/http/auth.c): wire/msg_jwks.h
       event "jwks"       QN_MSG_JWKS_KEYS [generation, jwks json (bin)]
       QN_MSG_JWKS_REFRESH []
 
-    codec_http -> timer_wheel: wire/msg_timer.h
+    codec_http -> timers: wire/msg_timer_arm.h
       QN_MSG_TIMER_ARM   [id, due_us]
 
     acceptor <-> codec_http: wire/msg_http.h
@@ -67,12 +72,9 @@ qn_actor_t *qn_lease_manager_new (qn_kernel_t *kernel, const qn_config_t *config
 //  Periodic retention, eviction and segment maintenance.
 qn_actor_t *qn_retention_new (qn_kernel_t *kernel, const qn_config_t *config);
 //  Timers (fires due timers into their queues) and the kv/timer sweeps.
-qn_actor_t *qn_timer_wheel_new (qn_kernel_t *kernel, const qn_config_t *config);
-//  Disk spool for pushes while PostgreSQL is unreachable. Still weak only
-//  because the codec's spool-state code and push.c test `if (qn_spool_new)`;
-//  the write path removes those checks, then this attribute goes.
-qn_actor_t *qn_spool_new (qn_kernel_t *kernel, const qn_config_t *config)
-    __attribute__ ((weak));
+qn_actor_t *qn_timers_new (qn_kernel_t *kernel, const qn_config_t *config);
+//  Disk spool for pushes while PostgreSQL is unreachable.
+qn_actor_t *qn_spool_new (qn_kernel_t *kernel, const qn_config_t *config);
 //  Background JWKS fetcher (JWT_JWKS_URL); idle without it.
 qn_actor_t *qn_jwks_new (qn_kernel_t *kernel, const qn_config_t *config);
 
@@ -83,6 +85,7 @@ typedef struct {
     const char *values [12];
     char port [16];
     char options [256];
+    char connect_timeout [16];
 } qn_pg_params_t;
 void qn_pg_params (const qn_config_t *config, qn_pg_params_t *p, int connect_timeout_s);
 

@@ -18,6 +18,11 @@
     SIGTERM/SIGINT, then stops them in reverse order: each gets
     QN_MSG_STOP, finishes or hands back in-flight work, and calls
     qn_actor_done (or returns from its STOP handler with QN_DONE).
+
+    Implementation (kernel/kernel_impl.h lists what the files share):
+    actor.c (loop, dispatch, sends, requests, fds), timers.c (per-actor
+    timer heap), bus.c (event bus proxy), counters.c (named counters),
+    lifecycle.c (spawn, supervisor, stop); clocks in base/clock.h.
 */
 #ifndef QN_KERNEL_KERNEL_H
 #define QN_KERNEL_KERNEL_H
@@ -31,6 +36,7 @@
 #include "kernel/errors.h"
 #include "base/log.h"
 #include "base/buf.h"
+#include "base/clock.h"
 #include "wire/msg_types.h"
 
 typedef struct qn_kernel qn_kernel_t;
@@ -150,10 +156,9 @@ void qn_actor_done (qn_kernel_t *self);
 const char *qn_actor_name (void);
 
 // ------------------------------------------------------------------ clock and counters
-int64_t qn_now_ms (void);       //  Monotonic
-int64_t qn_now_us (void);       //  Monotonic
-int64_t qn_wall_us (void);      //  Unix epoch microseconds
-//  Process-wide named counters (created on first use, atomic adds).
+//  qn_now_ms, qn_now_us, qn_wall_us: base/clock.h (included above).
+//  Process-wide named counters (created on first use; an add is lock-free:
+//  a hash lookup and an atomic add, see kernel/counters.c).
 void qn_count (qn_kernel_t *self, const char *name, int64_t delta);
 int64_t qn_counter (qn_kernel_t *self, const char *name);
 void qn_gauge_set (qn_kernel_t *self, const char *name, int64_t value);

@@ -1,5 +1,18 @@
-/*  kernel/schema.c - apply the embedded schema at boot (see schema.h)
-    Blocking libpq: runs in main before any actor exists.
+/*  kernel/schema.c - bring the database to the embedded schema at boot
+    (see schema.h). Blocking libpq: runs in main before any actor exists.
+    One transaction under the schema advisory lock:
+      1. schema/bootstrap.sql: the lock, the bookkeeping tables
+         (queen.schema_migrations, queen.schema_functions);
+      2. baseline: a database of a release before migrations records the
+         files it applied in the table queen.schema_version; those become
+         migration rows, and the table becomes a view that fails to read,
+         so a broker of such a release refuses this database;
+      3. refuse a database at a newer migration than this build knows, and
+         a recorded migration whose file was edited since;
+      4. apply the pending migrations, in order, each recorded;
+      5. install the function set when its checksum differs from the one
+         recorded;
+      6. make sure message segments exist (a fresh database has none).
 */
 #include "kernel/schema.h"
 #include "base/log.h"
@@ -7,90 +20,264 @@
 #include <libpq-fe.h>
 #include <stdbool.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
-//  Advisory lock key shared by every broker version: "queen schema".
-#define S_LOCK_KEY "7193553170000001"
+//  The files of releases before migrations that created the tables of a
+//  migration: a database that recorded the file is at that migration.
+static const struct {
+    const char *file;
+    int version;
+} s_baseline [] = {
+    { "001_catalog.sql", 1 },
+    { "030_state.sql", 2 },
+    { "040_streams.sql", 3 },
+    { NULL, 0 }
+};
 
-static int
-s_exec (PGconn *conn, const char *sql, char *err, size_t err_len)
+//  Where queen.schema_version was: brokers of releases before migrations
+//  read it at boot; reading this fails, so they refuse to start instead of
+//  re-creating tables. The cast fails when a query is planned, not now.
+static const char *s_legacy_view =
+    "CREATE VIEW queen.schema_version AS SELECT"
+    " ('this database is upgraded by migrations (queen.schema_migrations):"
+    " the broker reading queen.schema_version is too old for it')::text::int::text AS file,"
+    " now () AS applied_at";
+
+//  Keeps the reason on one line.
+static void
+s_one_line (char *text)
 {
-    PGresult *res = PQexec (conn, sql);
-    ExecStatusType st = PQresultStatus (res);
-    int rc = 0;
-    if (st != PGRES_COMMAND_OK && st != PGRES_TUPLES_OK) {
-        snprintf (err, err_len, "%s", PQresultErrorMessage (res));
-        //  Keep the reason on one line.
-        for (char *p = err; *p; p++)
-            if (*p == '\n')
-                *p = ' ';
-        rc = -1;
-    }
-    PQclear (res);
-    return rc;
+    for (char *p = text; *p; p++)
+        if (*p == '\n')
+            *p = ' ';
 }
 
-static bool
-s_applied (PGresult *res, const char *name)
+//  Runs `sql` with text parameters; returns the result, or NULL with the
+//  error in err (prefixed with `what`).
+static PGresult *
+s_query (PGconn *conn, const char *what, const char *sql, int n, const char *const *params,
+         char *err, size_t err_len)
 {
-    for (int i = 0; res && i < PQntuples (res); i++)
-        if (!strcmp (PQgetvalue (res, i, 0), name))
-            return true;
-    return false;
+    PGresult *res = n ? PQexecParams (conn, sql, n, NULL, params, NULL, NULL, 0)
+                      : PQexec (conn, sql);
+    ExecStatusType st = PQresultStatus (res);
+    if (st == PGRES_COMMAND_OK || st == PGRES_TUPLES_OK)
+        return res;
+    snprintf (err, err_len, "%s: %s", what, PQresultErrorMessage (res));
+    s_one_line (err);
+    PQclear (res);
+    return NULL;
+}
+
+static int
+s_exec (PGconn *conn, const char *what, const char *sql, int n, const char *const *params,
+        char *err, size_t err_len)
+{
+    PGresult *res = s_query (conn, what, sql, n, params, err, err_len);
+    PQclear (res);
+    return res ? 0 : -1;
+}
+
+static const qn_schema_file_t *
+s_migration (int version)
+{
+    for (const qn_schema_file_t *f = qn_schema_migrations; f->name; f++)
+        if (f->version == version)
+            return f;
+    return NULL;
+}
+
+//  Step 2: a pre-migration database becomes one at its migrations.
+static int
+s_baseline_legacy (PGconn *conn, char *err, size_t err_len)
+{
+    PGresult *kind = s_query (conn, "cannot look for queen.schema_version",
+        "SELECT c.relkind FROM pg_class c WHERE c.oid = to_regclass ('queen.schema_version')",
+        0, NULL, err, err_len);
+    if (!kind)
+        return -1;
+    char relkind = PQntuples (kind) ? PQgetvalue (kind, 0, 0) [0] : 0;
+    PQclear (kind);
+    if (relkind == 'v')
+        return 0;
+    if (relkind == 'r') {
+        PGresult *old = s_query (conn, "cannot read queen.schema_version",
+            "SELECT file, applied_at::text FROM queen.schema_version", 0, NULL, err, err_len);
+        if (!old)
+            return -1;
+        for (int i = 0; i < PQntuples (old); i++) {
+            const char *file = PQgetvalue (old, i, 0);
+            for (int b = 0; s_baseline [b].file; b++) {
+                if (strcmp (s_baseline [b].file, file))
+                    continue;
+                const qn_schema_file_t *m = s_migration (s_baseline [b].version);
+                char version [16];
+                snprintf (version, sizeof version, "%d", m->version);
+                const char *params [5] = {
+                    version, m->name, m->checksum, PQgetvalue (old, i, 1), file
+                };
+                if (s_exec (conn, "cannot record a baseline migration",
+                            "INSERT INTO queen.schema_migrations"
+                            " (version, name, checksum, applied_at, baseline)"
+                            " VALUES ($1::int, $2, $3, $4::timestamptz, $5)"
+                            " ON CONFLICT (version) DO NOTHING",
+                            5, params, err, err_len)) {
+                    PQclear (old);
+                    return -1;
+                }
+                qn_info ("schema baseline: file=%s is migration=%s", file, m->name);
+            }
+        }
+        PQclear (old);
+        if (s_exec (conn, "cannot retire queen.schema_version",
+                    "DROP TABLE queen.schema_version", 0, NULL, err, err_len))
+            return -1;
+    }
+    return s_exec (conn, "cannot create the view queen.schema_version", s_legacy_view,
+                   0, NULL, err, err_len);
+}
+
+//  Steps 3 and 4. Returns the number applied, or -1.
+static int
+s_migrate (PGconn *conn, char *err, size_t err_len)
+{
+    PGresult *done = s_query (conn, "cannot read queen.schema_migrations",
+        "SELECT version, name, checksum FROM queen.schema_migrations ORDER BY version",
+        0, NULL, err, err_len);
+    if (!done)
+        return -1;
+    int rows = PQntuples (done);
+    int newest = rows ? atoi (PQgetvalue (done, rows - 1, 0)) : 0;
+    if (newest > qn_schema_version) {
+        snprintf (err, err_len, "database schema is at migration %d (%s), newer than this"
+                  " build knows (%d): refusing to start; run the release that upgraded it,"
+                  " or a newer one (docs/storage.md, Upgrades)",
+                  newest, PQgetvalue (done, rows - 1, 1), qn_schema_version);
+        PQclear (done);
+        return -1;
+    }
+    for (int i = 0; i < rows; i++) {
+        int version = atoi (PQgetvalue (done, i, 0));
+        const qn_schema_file_t *m = s_migration (version);
+        if (!m) {
+            snprintf (err, err_len, "migration %d (%s) recorded in the database is not in"
+                      " this build: migrations are append-only", version, PQgetvalue (done, i, 1));
+            PQclear (done);
+            return -1;
+        }
+        if (strcmp (m->checksum, PQgetvalue (done, i, 2))) {
+            snprintf (err, err_len, "migration %s was edited after it was applied (recorded"
+                      " checksum %.12s, this build's %.12s): migrations are append-only,"
+                      " restore the file and add a new migration", m->name,
+                      PQgetvalue (done, i, 2), m->checksum);
+            PQclear (done);
+            return -1;
+        }
+    }
+    int applied = 0;
+    for (const qn_schema_file_t *m = qn_schema_migrations; m->name; m++) {
+        bool recorded = false;
+        for (int i = 0; i < rows && !recorded; i++)
+            recorded = atoi (PQgetvalue (done, i, 0)) == m->version;
+        if (recorded)
+            continue;
+        if (m->version < newest) {
+            snprintf (err, err_len, "migration %s is older than the database's newest (%d)"
+                      " but was never applied: migrations are append-only", m->name, newest);
+            PQclear (done);
+            return -1;
+        }
+        char what [128];
+        snprintf (what, sizeof what, "schema migration %s failed", m->name);
+        if (s_exec (conn, what, m->sql, 0, NULL, err, err_len)) {
+            PQclear (done);
+            return -1;
+        }
+        char version [16];
+        snprintf (version, sizeof version, "%d", m->version);
+        const char *params [3] = { version, m->name, m->checksum };
+        if (s_exec (conn, "cannot record a migration",
+                    "INSERT INTO queen.schema_migrations (version, name, checksum)"
+                    " VALUES ($1::int, $2, $3)", 3, params, err, err_len)) {
+            PQclear (done);
+            return -1;
+        }
+        qn_info ("schema applied: file=%s", m->name);
+        applied++;
+    }
+    PQclear (done);
+    return applied;
+}
+
+//  Step 5.
+static int
+s_functions (PGconn *conn, char *err, size_t err_len)
+{
+    PGresult *had = s_query (conn, "cannot read queen.schema_functions",
+        "SELECT version, checksum FROM queen.schema_functions", 0, NULL, err, err_len);
+    if (!had)
+        return -1;
+    char previous [72] = "none";
+    if (PQntuples (had)) {
+        int version = atoi (PQgetvalue (had, 0, 0));
+        snprintf (previous, sizeof previous, "%s", PQgetvalue (had, 0, 1));
+        if (version > qn_schema_version) {
+            snprintf (err, err_len, "database functions were installed by a build at"
+                      " migration %d, newer than this build knows (%d): refusing to start"
+                      " (docs/storage.md, Upgrades)", version, qn_schema_version);
+            PQclear (had);
+            return -1;
+        }
+    }
+    PQclear (had);
+    if (!strcmp (previous, qn_schema_functions_checksum)) {
+        qn_debug ("schema functions unchanged: checksum=%.12s", previous);
+        return 0;
+    }
+    int files = 0;
+    for (const qn_schema_file_t *f = qn_schema_functions; f->name; f++, files++) {
+        char what [128];
+        snprintf (what, sizeof what, "schema function file %s failed", f->name);
+        if (s_exec (conn, what, f->sql, 0, NULL, err, err_len))
+            return -1;
+    }
+    char version [16], count [16];
+    snprintf (version, sizeof version, "%d", qn_schema_version);
+    snprintf (count, sizeof count, "%d", files);
+    const char *params [3] = { version, qn_schema_functions_checksum, count };
+    if (s_exec (conn, "cannot record the function set",
+                "INSERT INTO queen.schema_functions (version, checksum, files)"
+                " VALUES ($1::int, $2, $3::int) ON CONFLICT (single) DO UPDATE"
+                " SET version = EXCLUDED.version, checksum = EXCLUDED.checksum,"
+                " files = EXCLUDED.files, installed_at = now ()",
+                3, params, err, err_len))
+        return -1;
+    qn_info ("schema functions installed: files=%d checksum=%.12s previous=%.12s",
+             files, qn_schema_functions_checksum, previous);
+    return 0;
 }
 
 int
 qn_schema_apply (PGconn *conn, char *err, size_t err_len)
 {
-    if (s_exec (conn, "BEGIN", err, err_len))
+    if (s_exec (conn, "cannot begin", "BEGIN", 0, NULL, err, err_len))
         return -1;
-    int applied = 0;
-    PGresult *done = NULL;
-    if (s_exec (conn, "SELECT pg_advisory_xact_lock (" S_LOCK_KEY ")", err, err_len))
+    int applied = -1;
+    if (s_exec (conn, "schema bootstrap failed", qn_schema_bootstrap, 0, NULL, err, err_len)
+    ||  s_baseline_legacy (conn, err, err_len))
         goto failed;
-    PGresult *exists = PQexec (conn, "SELECT to_regclass ('queen.schema_version') IS NOT NULL");
-    bool have_table = PQresultStatus (exists) == PGRES_TUPLES_OK
-                   && PQgetvalue (exists, 0, 0) [0] == 't';
-    PQclear (exists);
-    if (have_table) {
-        done = PQexec (conn, "SELECT file FROM queen.schema_version");
-        if (PQresultStatus (done) != PGRES_TUPLES_OK) {
-            snprintf (err, err_len, "cannot read queen.schema_version");
-            goto failed;
-        }
-    }
-    for (const qn_schema_file_t *f = qn_schema_files; f->name; f++) {
-        if (s_applied (done, f->name))
-            continue;
-        char why [512];
-        if (s_exec (conn, f->sql, why, sizeof why)) {
-            snprintf (err, err_len, "schema file %s failed: %s", f->name, why);
-            goto failed;
-        }
-        if (s_exec (conn, "CREATE TABLE IF NOT EXISTS queen.schema_version ("
-                          " file text COLLATE \"C\" PRIMARY KEY,"
-                          " applied_at timestamptz NOT NULL DEFAULT now ())", err, err_len))
-            goto failed;
-        const char *params [1] = { f->name };
-        PGresult *res = PQexecParams (conn, "INSERT INTO queen.schema_version (file) VALUES ($1)",
-                                      1, NULL, params, NULL, NULL, 0);
-        bool ok = PQresultStatus (res) == PGRES_COMMAND_OK;
-        PQclear (res);
-        if (!ok) {
-            snprintf (err, err_len, "cannot record schema file %s", f->name);
-            goto failed;
-        }
-        qn_info ("schema applied: file=%s", f->name);
-        applied++;
-    }
-    PQclear (done);
-    if (s_exec (conn, "COMMIT", err, err_len))
-        return -1;
+    applied = s_migrate (conn, err, err_len);
+    if (applied < 0
+    ||  s_functions (conn, err, err_len)
+    ||  s_exec (conn, "cannot create message segments", "SELECT queen.ensure_segments ()",
+                0, NULL, err, err_len)
+    ||  s_exec (conn, "cannot commit the schema", "COMMIT", 0, NULL, err, err_len))
+        goto failed;
     return applied;
 
-failed:
-    PQclear (done);
-    char ignore [64];
-    s_exec (conn, "ROLLBACK", ignore, sizeof ignore);
+failed:;
+    char ignore [256];
+    s_exec (conn, "rollback", "ROLLBACK", 0, NULL, ignore, sizeof ignore);
     return -1;
 }

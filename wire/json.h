@@ -1,4 +1,5 @@
 /*  wire/json.h - strict JSON tokenizer and compact JSON writer
+    (parser and readers in wire/json_parse.c, writer in wire/json_write.c)
     The broker's JSON codec. qn_json_parse validates a whole document in one
     pass (RFC 8259 strictly, UTF-8 included) and produces a flat token array
     whose entries are byte spans into the caller's input, so a payload can be

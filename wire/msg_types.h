@@ -16,22 +16,25 @@
     X (QN_MSG_HTTP_DRAINED,  13)   /* acceptor -> codec_http: no more requests */ \
     X (QN_MSG_PG_EXEC,       20)   /* -> pg_writer/pg_reader: run a statement */ \
     X (QN_MSG_PG_RESULT,     21)   /* reply: rows */ \
-    X (QN_MSG_PG_PUSH,       22)   /* -> pg_writer: push items (batched) */ \
     X (QN_MSG_DB_HEALTH,     23)   /* event "db": [up] */ \
-    X (QN_MSG_COMMITTED,     30)   /* event "committed": [tenant, queue(, partition)] */ \
+    X (QN_MSG_COMMITTED,     30)   /* event "committed" (wire/msg_committed.h) */ \
     X (QN_MSG_POP_PARK,      31)   /* codec_http -> lease_manager */ \
     X (QN_MSG_POP_RETRY,     32)   /* lease_manager -> codec_http: run it again */ \
     X (QN_MSG_POP_CANCEL,    33)   /* codec_http -> lease_manager: client gone */ \
     X (QN_MSG_POP_EXPIRED,   34)   /* lease_manager -> codec_http: deadline */ \
     X (QN_MSG_POP_DUE,       35)   /* codec_http -> lease_manager: next due time */ \
-    X (QN_MSG_SPOOL_APPEND,  40)   /* codec_http -> spool */ \
-    X (QN_MSG_SPOOL_STATS,   41)   /* -> spool: counts */ \
-    X (QN_MSG_SPOOL_REPLAYED, 42)  /* event "spool": replay progress */ \
-    X (QN_MSG_CONFIG,        51)   /* event "maintenance": [push, pop] */ \
+    X (QN_MSG_SPOOL_APPEND,  40)   /* pg_writer -> spool, reply to the codec (wire/msg_spool.h) */ \
     X (QN_MSG_POP_SETTLED,   36)   /* codec_http -> lease_manager: woken pop done [ctx_id, found] */ \
     X (QN_MSG_JWKS_KEYS,     60)   /* event "jwks": [generation, jwks json (bin)] */ \
     X (QN_MSG_JWKS_REFRESH,  61)   /* codec_http -> jwks: unknown key id, fetch again soon [] */ \
-    X (QN_MSG_TIMER_ARM,     62)   /* codec_http -> timer_wheel: timer created [id, due_us] */
+    X (QN_MSG_TIMER_ARM,     62)   /* codec_http -> timers: timer created (wire/msg_timer_arm.h) */ \
+    X (QN_MSG_PUSH,          100)  /* codec / spool replay -> pg_writer (wire/msg_push.h) */ \
+    X (QN_MSG_PUSH_ANSWER,   101)  /* pg_writer or spool -> the pusher: one result per item */ \
+    X (QN_MSG_MAINT_SET,     102)  /* system routes -> pg_writer (wire/msg_maint.h) */ \
+    X (QN_MSG_MAINT_STATE,   103)  /* event "maintenance", reply to MAINT_SET */ \
+    X (QN_MSG_SPOOL_STATS_ASK, 104) /* system routes -> spool (wire/msg_spool.h) */ \
+    X (QN_MSG_SPOOL_STATS_REPLY, 105) /* spool -> asker: counts */ \
+    X (QN_MSG_SPOOL_DRAINED, 106)  /* spool -> pg_writer: all replayed [appends] */
 
 typedef enum {
 #define QN_MSG_ENUM(name, num) name = num,

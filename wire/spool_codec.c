@@ -3,6 +3,7 @@
 */
 #include "wire/spool_codec.h"
 #include "wire/mpack_guard.h"
+#include "wire/msg_spool.h"
 
 #include <assert.h>
 #include <inttypes.h>
@@ -159,58 +160,15 @@ qn_spool_resync (const char *buf, size_t len, size_t from)
     return -1;
 }
 
-static bool
-s_is (const msgpack_object *o, msgpack_object_type t)
-{
-    return o->type == t;
-}
-
-static bool
-s_str_or_nil (const msgpack_object *o)
-{
-    return s_is (o, MSGPACK_OBJECT_STR) || s_is (o, MSGPACK_OBJECT_NIL);
-}
-
-static bool
-s_item_ok (const msgpack_object *item)
-{
-    uint32_t n = s_is (item, MSGPACK_OBJECT_ARRAY) ? item->via.array.size : 0;
-    if (n != 7 && n != 8)
-        return false;
-    const msgpack_object *f = item->via.array.ptr;
-    //  Field 7, when present: the not-before instant (us since the epoch).
-    if (n == 8 && !s_is (&f [7], MSGPACK_OBJECT_POSITIVE_INTEGER)
-    &&  !s_is (&f [7], MSGPACK_OBJECT_NEGATIVE_INTEGER) && !s_is (&f [7], MSGPACK_OBJECT_NIL))
-        return false;
-    return s_is (&f [0], MSGPACK_OBJECT_STR)
-        && s_str_or_nil (&f [1]) && s_str_or_nil (&f [2])
-        && (s_is (&f [3], MSGPACK_OBJECT_BIN) || s_is (&f [3], MSGPACK_OBJECT_STR))
-        && s_str_or_nil (&f [4]) && s_str_or_nil (&f [5])
-        && (s_is (&f [6], MSGPACK_OBJECT_BOOLEAN) || s_is (&f [6], MSGPACK_OBJECT_NIL));
-}
-
+//  The body is the SPOOL_APPEND message: one decoder for both
+//  (wire/msg_spool.c).
 int64_t
 qn_spool_body_check (const char *buf, size_t len)
 {
     msgpack_unpacked msg;
     msgpack_unpacked_init (&msg);
-    size_t off = 0;
-    int64_t count = -1;
-    const msgpack_object *o = &msg.data;
-    //  Bytes read back from disk: bounded pre-check before msgpack-c
-    //  allocates what the headers claim.
-    if (qn_msgpack_check (buf, len) == (int64_t) len
-    &&  msgpack_unpack_next (&msg, buf, len, &off) == MSGPACK_UNPACK_SUCCESS && off == len
-    &&  s_is (o, MSGPACK_OBJECT_ARRAY) && o->via.array.size == 2
-    &&  s_is (&o->via.array.ptr [0], MSGPACK_OBJECT_STR)
-    &&  s_is (&o->via.array.ptr [1], MSGPACK_OBJECT_ARRAY)
-    &&  o->via.array.ptr [1].via.array.size > 0) {
-        const msgpack_object *items = &o->via.array.ptr [1];
-        count = items->via.array.size;
-        for (uint32_t i = 0; i < items->via.array.size && count > 0; i++)
-            if (!s_item_ok (&items->via.array.ptr [i]))
-                count = -1;
-    }
+    qn_msg_spool_append_t append;
+    int64_t count = qn_msg_spool_append_decode (buf, len, &msg, &append) ? -1 : (int64_t) append.count;
     msgpack_unpacked_destroy (&msg);
     return count;
 }

@@ -10,7 +10,7 @@
         offset 8   crc     uint32, CRC32C of the 4 length bytes then the body
         offset 12  body    msgpack [tenant, [[queue, partition, txn, payload,
                            trace|nil, producer|nil, encrypted], ...]]
-                           (the PG_PUSH body of actors/actors.h)
+                           (the QN_MSG_SPOOL_APPEND body, wire/msg_spool.h)
     The CRC covers the length too, so a flipped length bit reads as a bad
     record, never as a different one.
 

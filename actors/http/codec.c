@@ -5,9 +5,9 @@
     acceptor. Health, metrics and CORS are answered here; the API areas
     live in codec_http_<area>.c.
     Receives  QN_MSG_HTTP_REQUEST, QN_MSG_HTTP_CLOSED, QN_MSG_HTTP_DRAINED,
-              PG_RESULT replies, "db" events
-    Sends     QN_MSG_HTTP_RESPONSE to the acceptor; PG_EXEC / PG_PUSH to
-              pg_writer and pg_reader; "committed" events
+              PG_RESULT replies, "db" and "maintenance" events
+    Sends     QN_MSG_HTTP_RESPONSE to the acceptor; PG_EXEC / PUSH to
+              pg_writer and pg_reader; "committed" events (acks)
     Owns      the request contexts; responses held while the acceptor is at
               its high-water mark (sent in order when it drains); the
               access-control and payload-encryption state (auth.c, seal.c)
@@ -15,10 +15,12 @@
               answers is caught by the request's own deadline
 */
 #include "actors/http/codec.h"
+#include "actors/pg/committed.h"
 #include "base/hashmap.h"
 #include "wire/http_api.h"
 #include "wire/mp.h"
 #include "wire/msg_http.h"
+#include "wire/msg_maint.h"
 #include "wire/route.h"
 
 #include <stdarg.h>
@@ -43,10 +45,10 @@ struct qn_codec {
     uint64_t next_id;
     bool db_up;
     bool draining;
-    bool spool_active;
-    uint64_t spool_seq;         //  Newest spool state seen (event_seq)
+    //  Maintenance flags as their owner (pg_writer) last reported them
     bool push_maintenance;
     bool pop_maintenance;
+    uint64_t maintenance_gen;
     int64_t started_wall_us;
     qn_buf_t out;               //  Reusable response buffer
     qn_http_auth_t *auth;       //  Owned: access control, created on first use
@@ -121,12 +123,6 @@ qn_codec_request (qn_codec_t *codec, uint64_t ctx_id)
 }
 
 bool
-qn_codec_spool_active (qn_codec_t *codec)
-{
-    return codec->spool_active;
-}
-
-bool
 qn_codec_push_maintenance (qn_codec_t *codec)
 {
     return codec->push_maintenance;
@@ -139,8 +135,11 @@ qn_codec_pop_maintenance (qn_codec_t *codec)
 }
 
 void
-qn_codec_set_maintenance (qn_codec_t *codec, bool push, bool pop)
+qn_codec_maintenance_seen (qn_codec_t *codec, bool push, bool pop, uint64_t gen)
 {
+    if (gen < codec->maintenance_gen)
+        return;
+    codec->maintenance_gen = gen;
     codec->push_maintenance = push;
     codec->pop_maintenance = pop;
 }
@@ -413,17 +412,7 @@ qn_codec_exec_args (qn_codec_t *codec, qn_http_ctx_t *ctx, const char *to, uint3
 void
 qn_codec_committed (qn_codec_t *codec, const char *tenant, const char *queue, size_t queue_len)
 {
-    msgpack_sbuffer b;
-    msgpack_sbuffer_init (&b);
-    msgpack_packer pk;
-    msgpack_packer_init (&pk, &b, msgpack_sbuffer_write);
-    msgpack_pack_array (&pk, 2);
-    msgpack_pack_str (&pk, strlen (tenant));
-    msgpack_pack_str_body (&pk, tenant, strlen (tenant));
-    msgpack_pack_str (&pk, queue_len);
-    msgpack_pack_str_body (&pk, queue, queue_len);
-    qn_publish (codec->kernel, "committed", QN_MSG_COMMITTED, b.data, b.size);
-    msgpack_sbuffer_destroy (&b);
+    qn_committed_publish (codec->kernel, tenant, strlen (tenant), queue, queue_len);
 }
 
 int
@@ -740,41 +729,15 @@ s_on_db (void *self_, const qn_env_t *env)
     return 0;
 }
 
-//  "spool" [pending, failed, event_seq]: pushes keep going to the spool while it
-//  holds anything, which keeps per-partition order across an outage.
-static int
-s_on_spool (void *self_, const qn_env_t *env)
-{
-    qn_codec_t *codec = self_;
-    uint64_t pending, failed, seq;
-    if (qn_mp_scan (env->body.ptr, env->body.len, "uuu", &pending, &failed, &seq))
-        return QN_EPROTO;
-    qn_codec_spool_seen (codec, pending, seq, false);
-    return 0;
-}
-
-//  Events and direct answers take two paths (the bus proxy, a reply), so
-//  an event can arrive after an answer that already reflects it: only a
-//  newer event_seq (or an answer) changes the state.
-void
-qn_codec_spool_seen (qn_codec_t *codec, uint64_t pending, uint64_t event_seq, bool answer)
-{
-    if (answer ? event_seq < codec->spool_seq : event_seq <= codec->spool_seq)
-        return;
-    codec->spool_seq = event_seq;
-    codec->spool_active = pending > 0;
-}
-
-//  "maintenance" [push, pop].
+//  "maintenance" from the flags' owner (pg_writer): pop maintenance is
+//  applied here (qn_codec_pop_maintenance), both flags are shown.
 static int
 s_on_maintenance (void *self_, const qn_env_t *env)
 {
-    qn_codec_t *codec = self_;
-    bool push, pop;
-    if (qn_mp_scan (env->body.ptr, env->body.len, "bb", &push, &pop))
+    qn_msg_maint_state_t m;
+    if (qn_msg_maint_state_decode (env->body.ptr, env->body.len, &m))
         return QN_EPROTO;
-    codec->push_maintenance = push;
-    codec->pop_maintenance = pop;
+    qn_codec_maintenance_seen (self_, m.push, m.pop, m.gen);
     return 0;
 }
 
@@ -791,34 +754,14 @@ s_on_jwks (void *self_, const qn_env_t *env)
     return qn_http_auth_on_jwks (self_, env);
 }
 
-//  The spool's answer to our start-up question (events may have been
-//  published before we subscribed). No answer: the periodic event will do.
-static void
-s_on_spool_stats (void *self_, void *arg, const qn_env_t *env)
-{
-    (void) arg;
-    //  The answer: [pending, failed, db_healthy, buffer_healthy,
-    //  failed_bytes, event_seq]
-    uint64_t pending, failed, failed_bytes, seq;
-    bool db, healthy;
-    if (env && !qn_mp_scan (env->body.ptr, env->body.len, "uubbuu",
-                            &pending, &failed, &db, &healthy, &failed_bytes, &seq))
-        qn_codec_spool_seen (self_, pending, seq, true);
-}
-
 static int
 s_on_start (void *self_, const qn_env_t *env)
 {
     (void) env;
     qn_codec_t *codec = self_;
     qn_subscribe (codec->kernel, "db");
-    qn_subscribe (codec->kernel, "spool");
     qn_subscribe (codec->kernel, "maintenance");
     qn_subscribe (codec->kernel, "jwks");
-    if (qn_spool_new) {
-        qn_msg_t ask = { .to = "spool", .type = QN_MSG_SPOOL_STATS, .body = "\x90", .body_len = 1 };
-        qn_request (codec->kernel, &ask, 2000, s_on_spool_stats, NULL);
-    }
     return 0;
 }
 
@@ -862,8 +805,7 @@ static const qn_route_t s_routes [] = {
     { QN_MSG_HTTP_CLOSED, s_on_closed },
     { QN_MSG_HTTP_DRAINED, s_on_drained },
     { QN_MSG_DB_HEALTH, s_on_db },
-    { QN_MSG_SPOOL_STATS, s_on_spool },
-    { QN_MSG_CONFIG, s_on_maintenance },
+    { QN_MSG_MAINT_STATE, s_on_maintenance },
     { QN_MSG_POP_RETRY, s_on_pop_message },
     { QN_MSG_POP_EXPIRED, s_on_pop_message },
     { QN_MSG_JWKS_KEYS, s_on_jwks },
@@ -878,9 +820,6 @@ qn_codec_http_new (qn_kernel_t *kernel, const qn_config_t *config)
     codec->config = config;
     codec->requests = qn_hashmap_new ();
     codec->db_up = true;            //  main connected and applied the schema
-    //  Until the spool reports, assume it holds something: a push must not
-    //  overtake items spooled before a restart.
-    codec->spool_active = qn_spool_new != NULL;
     codec->started_wall_us = qn_wall_us ();
     qn_actor_def_t def = {
         .name = "codec_http", .routes = s_routes, .self = codec, .destroy = s_destroy

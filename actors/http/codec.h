@@ -101,7 +101,8 @@ int qn_codec_exec_args (qn_codec_t *codec, qn_http_ctx_t *ctx, const char *to, u
 int qn_codec_exec (qn_codec_t *codec, qn_http_ctx_t *ctx, const char *to, uint32_t stmt_id,
                    const char *sql, const char *params, size_t params_len,
                    qn_codec_result_fn *cb, void *arg);
-//  Publishes a "committed" event for (tenant, queue) so parked pops wake.
+//  Publishes a "committed" event for (tenant, queue) so parked pops wake
+//  (actors/pg/committed.h: for commits the codec alone knows of, acks).
 void qn_codec_committed (qn_codec_t *codec, const char *tenant, const char *queue, size_t queue_len);
 
 // ------------------------------------------------------------------ request helpers
@@ -120,19 +121,16 @@ const char *qn_http_header (qn_http_ctx_t *ctx, const char *name);
 
 //  The request with this id, or NULL (answered, or client gone).
 qn_http_ctx_t *qn_codec_request (qn_codec_t *codec, uint64_t ctx_id);
-//  Push path state, kept current from bus events: the spool holds items
-//  not yet replayed ("spool" events, QN_MSG_SPOOL_STATS [pending, failed,
-//  event_seq]); maintenance modes ("maintenance" events [push, pop]).
-bool qn_codec_spool_active (qn_codec_t *codec);
-//  An event, or a direct answer of the spool (answer: pending, and the
-//  event_seq it had published by then), updates that state; an event that
-//  arrives after an answer which already covers it is ignored.
-void qn_codec_spool_seen (qn_codec_t *codec, uint64_t pending, uint64_t event_seq, bool answer);
+//  The maintenance flags as last reported by their owner (pg_writer):
+//  pop maintenance is applied by the pop routes; both are shown by the
+//  system routes. Pushes never read them (pg_writer routes pushes).
 bool qn_codec_push_maintenance (qn_codec_t *codec);
 bool qn_codec_pop_maintenance (qn_codec_t *codec);
 bool qn_codec_draining (qn_codec_t *codec);
-//  Sets the maintenance modes (the system routes, after persisting them).
-void qn_codec_set_maintenance (qn_codec_t *codec, bool push, bool pop);
+//  The maintenance flags as their owner (pg_writer) reported them: its
+//  "maintenance" events, and its reply to a set made through this codec
+//  (which may arrive before the event): the one with the higher gen wins.
+void qn_codec_maintenance_seen (qn_codec_t *codec, bool push, bool pop, uint64_t gen);
 
 // ------------------------------------------------------------------ access control
 //  actors/http/auth.c (spec §1.8). The state (keys, policy, skip paths)

@@ -2,30 +2,31 @@
     POST /api/v1/configure, /api/v1/push and /api/v1/lease/:leaseId/extend
     (contract §3.5, §3.6, §3.13). A handler validates the whole request
     first (400 naming the field; nothing is written), seals the payloads
-    of encrypted queues (actors/http/write.c), then makes one call: PG_PUSH
-    for a push (pg_writer merges concurrent pushes into one round trip),
-    PG_EXEC of queen.push for a push with delayed items (delayMs /
-    deliverAt: the merged statement has no not-before array), PG_EXEC of a
-    catalogue statement for the others, or SPOOL_APPEND to the spool actor
-    when a push cannot reach PostgreSQL.
+    of encrypted queues (actors/http/write.c), then makes one call: the
+    protocol-neutral push operation (QN_MSG_PUSH to pg_writer, delayed
+    items included; wire/msg_push.h) for a push, PG_EXEC of a catalogue
+    statement for the others. Where a push is made durable (PostgreSQL or
+    the disk spool) is the write path's decision, not ours: the answer
+    says per item queued, duplicate or buffered, or refuses the push.
     Receives  the requests of its routes (from codec_http) and the replies
-              of its calls
-    Sends     QN_MSG_PG_PUSH / QN_MSG_PG_EXEC to pg_writer,
-              QN_MSG_SPOOL_APPEND to spool, "committed" events
+              of its calls (QN_MSG_PUSH_ANSWER, PG_RESULT)
+    Sends     QN_MSG_PUSH / QN_MSG_PG_EXEC to pg_writer
     Owns      one call state per request (the parsed body's tokens, which
               point into the request body), freed by the call's callback
-    Failure   bad input gets a 400; database errors are mapped by SQLSTATE;
-              a push that neither PostgreSQL nor the spool took gets a 503:
-              a push is never acknowledged and then lost
+    Failure   bad input gets a 400; a refused push is mapped by SQLSTATE
+              (58030, the spool could not sync: 503 "File buffer write
+              failed"); no answer in time: 503. A push is never
+              acknowledged and then lost
 */
 #include "actors/http/write.h"
 #include "actors/pg/statements.h"
+#include "wire/msg_push.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#define S_SPOOL_WAIT_MS 15000   //  The spool answers after fsync
+#define S_SPOOL_WAIT_MS 15000   //  A push handed to the spool is answered after fsync
 
 // ------------------------------------------------------------------ configure
 static void
@@ -139,174 +140,183 @@ done:
 }
 
 // ------------------------------------------------------------------ push
-//  Answers a spooled push: §3.6's maintenance-mode shape, one result per item.
+//  A push waiting for its answer. The client may leave meanwhile: the
+//  codec then frees the context (ctx->on_cancel) and the answer finds
+//  nothing to answer.
+typedef struct {
+    qn_codec_t *codec;          //  Not owned
+    uint64_t ctx_id;
+    qn_hw_call_t *c;            //  Owned
+} s_pushing_t;
+
 static void
-s_on_spooled (qn_codec_t *codec, qn_http_ctx_t *ctx, qn_pg_result_t *res, void *arg)
+s_forget (qn_http_ctx_t *ctx)
 {
-    qn_hw_call_t *c = arg;
-    if (!ctx)
-        ;
-    else
-    if (!res->ok)
-        qn_http_reply_errorf (ctx, 503, "File buffer write failed: %s",
-                              res->timed_out ? "the spool did not answer in time"
-                              : res->message && res->message [0] ? res->message : "unknown error");
-    else {
-        qn_buf_t b = QN_BUF_INIT;
-        qn_jw_t w;
-        qn_jw_init (&w, &b);
-        qn_jw_arr (&w);
-        for (uint32_t i = 0; i < c->count; i++) {
-            const qn_hw_item_t *it = &c->items [i];
-            qn_jw_obj (&w);
-            qn_jw_kint (&w, "index", i);
-            qn_jw_kstr (&w, "status", "buffered");
-            qn_hw_jw_tok (&w, "queue", &c->doc, it->queue, NULL);
-            qn_hw_jw_tok (&w, "partition", &c->doc, it->partition, "Default");
-            qn_hw_jw_tok (&w, "transactionId", &c->doc, it->txn, c->minted [i]);
-            qn_jw_obj_end (&w);
-        }
-        qn_jw_arr_end (&w);
-        qn_count (qn_codec_kernel (codec), "messages_buffered", c->count);
-        qn_hw_reply_buf (ctx, 201, &b);
-    }
-    qn_hw_call_free (c);
+    (void) ctx;
 }
 
-//  Sends the push to the spool, every item with a transaction id (minted
-//  when the client gave none, so a replay deduplicates). Takes c.
+//  A refused push: the spool could not make it durable (58030), else the
+//  database's SQLSTATE mapped as for any statement.
 static void
-s_spool (qn_codec_t *codec, qn_http_ctx_t *ctx, qn_hw_call_t *c)
+s_refused (qn_http_ctx_t *ctx, const qn_msg_push_answer_t *a)
 {
-    if (!qn_spool_new) {
-        //  Not linked into this binary: say so at once rather than time out.
-        qn_http_reply_error (ctx, 503, "File buffer write failed: no spool in this build");
-        qn_hw_call_free (c);
+    if (!strcmp (a->sqlstate, "58030")) {
+        qn_http_reply_errorf (ctx, 503, "File buffer write failed: %.*s", (int) a->message_len,
+                              a->message);
         return;
     }
-    qn_buf_t scratch = QN_BUF_INIT;
-    c->minted = qn_zalloc (c->count * sizeof *c->minted);
-    msgpack_sbuffer sb;
-    msgpack_sbuffer_init (&sb);
-    msgpack_packer pk;
-    msgpack_packer_init (&pk, &sb, msgpack_sbuffer_write);
-    msgpack_pack_array (&pk, 2);
-    qn_hw_pack_cstr (&pk, ctx->tenant);
-    msgpack_pack_array (&pk, c->count);
+    qn_pg_result_t res;
+    memset (&res, 0, sizeof res);
+    msgpack_unpacked_init (&res.holder);
+    snprintf (res.sqlstate, sizeof res.sqlstate, "%s", a->sqlstate);
+    res.message = qn_strndup (a->message, a->message_len);
+    res.detail = qn_strdup ("");
+    qn_http_reply_pg_error (ctx, &res);
+    qn_pg_result_free (&res);
+}
+
+//  §3.6's maintenance-mode shape, one result per item: made durable in
+//  the spool, replayed later.
+static void
+s_buffered (qn_codec_t *codec, qn_http_ctx_t *ctx, qn_hw_call_t *c, const qn_msg_push_answer_t *a)
+{
+    (void) codec;
+    qn_buf_t b = QN_BUF_INIT;
+    qn_jw_t w;
+    qn_jw_init (&w, &b);
+    qn_jw_arr (&w);
     for (uint32_t i = 0; i < c->count; i++) {
-        if (c->items [i].txn < 0)
-            qn_uuid_v7 (c->minted [i]);
-        qn_hw_pack_item (&pk, &c->doc, &c->items [i], c->minted [i],
-                         c->sealed ? &c->sealed [i] : NULL, c->producer, &scratch);
+        const qn_hw_item_t *it = &c->items [i];
+        qn_msg_push_result_t r;
+        qn_msg_push_answer_at (a, i, &r);
+        char txn [QN_HW_MAX_NAME + 1];
+        snprintf (txn, sizeof txn, "%.*s", (int) r.txn_len, r.txn ? r.txn : "");
+        qn_jw_obj (&w);
+        qn_jw_kint (&w, "index", i);
+        qn_jw_kstr (&w, "status", "buffered");
+        qn_hw_jw_tok (&w, "queue", &c->doc, it->queue, NULL);
+        qn_hw_jw_tok (&w, "partition", &c->doc, it->partition, "Default");
+        qn_hw_jw_tok (&w, "transactionId", &c->doc, it->txn, txn);
+        qn_jw_obj_end (&w);
     }
-    qn_buf_free (&scratch);
-    int rc = qn_codec_call (codec, ctx, "spool", QN_MSG_SPOOL_APPEND, sb.data, sb.size,
-                            S_SPOOL_WAIT_MS, s_on_spooled, c);
-    msgpack_sbuffer_destroy (&sb);
-    if (rc) {
-        qn_http_reply_errorf (ctx, 503, "File buffer write failed: spool %s",
-                              rc == QN_ENOENT ? "not available" : qn_strerror (rc));
-        qn_hw_call_free (c);
-    }
+    qn_jw_arr_end (&w);
+    qn_hw_reply_buf (ctx, 201, &b);
 }
 
-//  One result per item (§3.6), committed events, and the count.
+//  One result per item (§3.6): queued or duplicate.
 static void
-s_push_answer (qn_codec_t *codec, qn_http_ctx_t *ctx, qn_hw_call_t *c, qn_pg_result_t *res)
+s_stored (qn_codec_t *codec, qn_http_ctx_t *ctx, qn_hw_call_t *c, const qn_msg_push_answer_t *a)
 {
-    if (res->row_count != c->count) {
-        qn_warn ("push result mismatch: items=%u rows=%u", c->count, res->row_count);
-        qn_http_reply_error (ctx, 500, "push returned an unexpected result");
-        return;
-    }
     qn_buf_t b = QN_BUF_INIT, scratch = QN_BUF_INIT;
-    qn_hashmap_t *seen = qn_hashmap_new ();
     qn_jw_t w;
     qn_jw_init (&w, &b);
     qn_jw_arr (&w);
     int64_t queued = 0;
     for (uint32_t i = 0; i < c->count; i++) {
         const qn_hw_item_t *it = &c->items [i];
-        int64_t ord = 0, seq = 0, pid = 0;
-        qn_hw_col_int (res, i, 0, &ord);
-        qn_hw_col_int (res, i, 1, &seq);
-        qn_hw_col_int (res, i, 2, &pid);
-        bool dup = qn_hw_col_bool (res, i, 4) == 1;
-        if (ord != (int64_t) i + 1)
-            qn_warn ("push result out of order: item=%u ord=%lld", i, (long long) ord);
+        qn_msg_push_result_t r;
+        qn_msg_push_answer_at (a, i, &r);
+        bool dup = r.status == QN_PUSH_DUPLICATE;
         char mid [QN_ID_STR_LEN + 1];
-        qn_id_format (QN_ID_MESSAGE, seq, mid);
+        qn_id_format (QN_ID_MESSAGE, r.seq, mid);
         qn_jw_obj (&w);
         qn_jw_kint (&w, "index", i);
         qn_hw_jw_tok (&w, "transaction_id", &c->doc, it->txn, mid);
         qn_jw_kstr (&w, "status", dup ? "duplicate" : "queued");
         qn_jw_kstr (&w, "message_id", mid);
         if (!dup) {
-            qn_hw_jw_id (&w, "partition_id", QN_ID_PARTITION, pid);
+            qn_hw_jw_id (&w, "partition_id", QN_ID_PARTITION, r.partition_id);
             qn_hw_jw_trace (&w, "trace_id", &c->doc, it->trace, &scratch);
             queued++;
         }
         qn_hw_jw_tok (&w, "queueName", &c->doc, it->queue, NULL);
         qn_jw_obj_end (&w);
-        const char *q;
-        size_t qlen;
-        if (!dup && qn_hw_text (&c->doc, it->queue, &scratch, &q, &qlen) >= 0)
-            qn_hw_committed_once (codec, seen, ctx->tenant, q, qlen);
     }
     qn_jw_arr_end (&w);
-    qn_hashmap_destroy (&seen);
     qn_buf_free (&scratch);
     qn_count (qn_codec_kernel (codec), "messages_pushed", queued);
     qn_hw_reply_buf (ctx, 201, &b);
 }
 
 static void
-s_on_pushed (qn_codec_t *codec, qn_http_ctx_t *ctx, qn_pg_result_t *res, void *arg)
+s_answer (qn_codec_t *codec, qn_http_ctx_t *ctx, qn_hw_call_t *c, const qn_env_t *env)
 {
-    qn_hw_call_t *c = arg;
-    if (ctx && !res->ok && qn_hw_db_unavailable (res)) {
-        qn_info ("push goes to the spool: sqlstate=%s reason=%s", res->sqlstate,
-                 res->message ? res->message : "");
-        s_spool (codec, ctx, c);
+    if (!env) {
+        qn_http_reply_error (ctx, 503, "push did not complete in time");
         return;
     }
-    if (ctx && !res->ok)
-        qn_http_reply_pg_error (ctx, res);
+    msgpack_unpacked holder;
+    msgpack_unpacked_init (&holder);
+    qn_msg_push_answer_t a;
+    if (env->type != QN_MSG_PUSH_ANSWER
+    ||  qn_msg_push_answer_decode (env->body.ptr, env->body.len, &holder, &a))
+        qn_http_reply_error (ctx, 500, "push returned an unexpected result");
     else
-    if (ctx)
-        s_push_answer (codec, ctx, c, res);
-    qn_hw_call_free (c);
+    if (!a.ok)
+        s_refused (ctx, &a);
+    else
+    if (a.count != c->count) {
+        qn_warn ("push answer mismatch: items=%u results=%u", c->count, a.count);
+        qn_http_reply_error (ctx, 500, "push returned an unexpected result");
+    }
+    else {
+        qn_msg_push_result_t first;
+        qn_msg_push_answer_at (&a, 0, &first);
+        if (first.status == QN_PUSH_BUFFERED)
+            s_buffered (codec, ctx, c, &a);
+        else
+            s_stored (codec, ctx, c, &a);
+    }
+    msgpack_unpacked_destroy (&holder);
 }
 
-//  Sends a validated (and sealed) push to the spool or to pg_writer.
-//  Takes c.
+static void
+s_on_push_answer (void *self_, void *arg, const qn_env_t *env)
+{
+    (void) self_;
+    s_pushing_t *p = arg;
+    qn_http_ctx_t *ctx = qn_codec_request (p->codec, p->ctx_id);
+    if (ctx) {
+        ctx->on_cancel = NULL;
+        s_answer (p->codec, ctx, p->c, env);
+    }
+    qn_hw_call_free (p->c);
+    free (p);
+}
+
+//  Sends a validated (and sealed) push to the write path, which answers
+//  once it is committed in PostgreSQL or fsync'd in the spool. Takes c.
 static void
 s_push_send (qn_codec_t *codec, qn_http_ctx_t *ctx, qn_hw_call_t *c)
 {
-    if (qn_codec_push_maintenance (codec) || qn_codec_spool_active (codec) || !qn_codec_db_up (codec)) {
-        s_spool (codec, ctx, c);
-        return;
-    }
     qn_buf_t scratch = QN_BUF_INIT;
     msgpack_sbuffer sb;
     msgpack_sbuffer_init (&sb);
     msgpack_packer pk;
     msgpack_packer_init (&pk, &sb, msgpack_sbuffer_write);
-    msgpack_pack_array (&pk, 2);
-    qn_hw_pack_cstr (&pk, ctx->tenant);
-    msgpack_pack_array (&pk, c->count);
+    qn_msg_push_begin (&pk, ctx->tenant, strlen (ctx->tenant), false, c->count);
     for (uint32_t i = 0; i < c->count; i++)
         qn_hw_pack_item (&pk, &c->doc, &c->items [i], NULL, c->sealed ? &c->sealed [i] : NULL,
                          c->producer, &scratch);
     qn_buf_free (&scratch);
-    uint32_t timeout = (uint32_t) qn_codec_config (codec)->db_statement_timeout_ms + 2000;
-    int rc = qn_codec_call (codec, ctx, "pg_writer", QN_MSG_PG_PUSH, sb.data, sb.size, timeout,
-                            s_on_pushed, c);
+    //  The write path answers within the statement timeout, or after a
+    //  hand-off to the spool and its sync.
+    uint32_t timeout = (uint32_t) qn_codec_config (codec)->db_statement_timeout_ms + 2000
+                     + S_SPOOL_WAIT_MS;
+    s_pushing_t *p = qn_zalloc (sizeof *p);
+    p->codec = codec;
+    p->ctx_id = ctx->id;
+    p->c = c;
+    qn_msg_t msg = { .to = "pg_writer", .type = QN_MSG_PUSH, .body = sb.data, .body_len = sb.size };
+    int rc = qn_request (qn_codec_kernel (codec), &msg, timeout, s_on_push_answer, p);
     msgpack_sbuffer_destroy (&sb);
     if (rc) {
         qn_http_reply_errorf (ctx, 503, "database unavailable: %s", qn_strerror (rc));
         qn_hw_call_free (c);
+        free (p);
+        return;
     }
+    ctx->on_cancel = s_forget;
 }
 
 static void

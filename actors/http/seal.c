@@ -59,8 +59,7 @@ typedef struct {
 } s_qconf_ask_t;
 
 static const char *s_qconf_sql =
-    "SELECT name, encryption_enabled FROM queen.queues"
-    " WHERE tenant = $1 AND name IN (SELECT jsonb_array_elements_text ($2::jsonb))";
+    "SELECT name, encryption_enabled FROM queen.queue_encryption ($1, $2::jsonb)";
 
 static void s_qconf_free_entry (void *arg, uint64_t key, void *value);
 

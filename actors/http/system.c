@@ -1,20 +1,21 @@
 /*  actors/http/system.c - maintenance modes and spool status routes
     Contract §3.20 (system maintenance) and §3.18 GET /api/v1/status/buffers.
-    The maintenance flags live in queen.system_state (rows maintenance_mode
-    and pop_maintenance_mode, value {"enabled":bool}); a POST writes the
-    row through pg_writer, then publishes the "maintenance" event so this
-    broker acts on it at once (the spool re-reads the rows every 2 s, which
-    carries a change to the other brokers). Reads answer from the flags the
-    codec keeps and from the spool's counts.
-    Receives  requests routed by codec_http; SPOOL_STATS replies
-    Sends     QN_MSG_PG_EXEC to pg_writer, QN_MSG_SPOOL_STATS to spool,
-              "maintenance" events
+    The maintenance flags have one owner, pg_writer (actors/pg/maint.c):
+    a POST sends it QN_MSG_MAINT_SET and answers when the row is written
+    (the owner applies push maintenance itself and publishes the flags on
+    "maintenance"). Reads answer from the flags the codec keeps from those
+    events (and from the owner's reply to this codec's own set, whichever
+    is newer: see qn_codec_maintenance_seen) and from the spool's counts.
+    Receives  requests routed by codec_http; MAINT_STATE and
+              SPOOL_STATS_REPLY replies
+    Sends     QN_MSG_MAINT_SET to pg_writer, QN_MSG_SPOOL_STATS_ASK to spool
     Failure   a bad body gets 400 "enabled (boolean) is required"; a
-              database failure maps through qn_http_reply_pg_error; a spool
-              that does not answer gives 503
+              failed write maps through qn_http_reply_pg_error; an owner or
+              spool that does not answer gives 503
 */
 #include "actors/http/codec.h"
-#include "actors/pg/statements.h"
+#include "wire/msg_maint.h"
+#include "wire/msg_spool.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -37,6 +38,7 @@ typedef struct {
     uint64_t ctx_id;
     s_stats_fn *fn;
     bool flag;                  //  Passed through to fn
+    bool pop;                   //  A set: pop_maintenance_mode, else maintenance_mode
 } s_ask_t;
 
 // ------------------------------------------------------------------ asking the spool
@@ -46,18 +48,6 @@ static void
 s_forget (qn_http_ctx_t *ctx)
 {
     (void) ctx;
-}
-
-static uint64_t
-s_u64 (const msgpack_object *o)
-{
-    return o->type == MSGPACK_OBJECT_POSITIVE_INTEGER ? o->via.u64 : 0;
-}
-
-static bool
-s_bool (const msgpack_object *o)
-{
-    return o->type == MSGPACK_OBJECT_BOOLEAN && o->via.boolean;
 }
 
 static void
@@ -70,23 +60,16 @@ s_on_stats (void *self_, void *arg, const qn_env_t *env)
         ctx->on_cancel = NULL;
         s_stats_t st;
         memset (&st, 0, sizeof st);
-        msgpack_unpacked msg;
-        msgpack_unpacked_init (&msg);
-        const msgpack_object *o = &msg.data;
-        //  [pending, failed, db_healthy, buffer_healthy, failed_bytes, event_seq]
-        if (env && msgpack_unpack_next (&msg, env->body.ptr, env->body.len, NULL) == MSGPACK_UNPACK_SUCCESS
-        &&  o->type == MSGPACK_OBJECT_ARRAY && o->via.array.size >= 3) {
-            const msgpack_object *f = o->via.array.ptr;
+        qn_msg_spool_stats_t m;
+        if (env && env->type == QN_MSG_SPOOL_STATS_REPLY
+        &&  !qn_msg_spool_stats_decode (env->body.ptr, env->body.len, &m)) {
             st.ok = true;
-            st.pending = s_u64 (&f [0]);
-            st.failed = s_u64 (&f [1]);
-            st.db_healthy = s_bool (&f [2]);
-            st.healthy = o->via.array.size > 3 ? s_bool (&f [3]) : true;
-            st.failed_bytes = o->via.array.size > 4 ? s_u64 (&f [4]) : 0;
-            if (o->via.array.size > 5)
-                qn_codec_spool_seen (ask->codec, st.pending, s_u64 (&f [5]), true);
+            st.pending = m.pending;
+            st.failed = m.failed;
+            st.db_healthy = m.db_healthy;
+            st.healthy = m.buffer_healthy;
+            st.failed_bytes = m.failed_bytes;
         }
-        msgpack_unpacked_destroy (&msg);
         ask->fn (ask->codec, ctx, &st, ask->flag);
     }
     free (ask);
@@ -102,7 +85,7 @@ s_ask_spool (qn_codec_t *codec, qn_http_ctx_t *ctx, s_stats_fn *fn, bool flag)
     ask->ctx_id = ctx->id;
     ask->fn = fn;
     ask->flag = flag;
-    qn_msg_t msg = { .to = "spool", .type = QN_MSG_SPOOL_STATS, .body = "\x90", .body_len = 1 };
+    qn_msg_t msg = { .to = "spool", .type = QN_MSG_SPOOL_STATS_ASK, .body = "\x90", .body_len = 1 };
     if (qn_request (qn_codec_kernel (codec), &msg, S_SPOOL_TIMEOUT_MS, s_on_stats, ask)) {
         free (ask);
         s_stats_t st;
@@ -190,21 +173,6 @@ s_maintenance_get (qn_codec_t *codec, qn_http_ctx_t *ctx)
 }
 
 // ------------------------------------------------------------------ POST (both flags)
-typedef struct {
-    bool pop;                   //  pop_maintenance_mode, else maintenance_mode
-    bool enabled;
-} s_set_t;
-
-static void
-s_publish (qn_codec_t *codec, bool push, bool pop)
-{
-    //  This codec acts at once (a push right after the answer must see
-    //  the new mode); the event tells the spool and anyone else.
-    qn_codec_set_maintenance (codec, push, pop);
-    char body [3] = { (char) 0x92, push ? (char) 0xc3 : (char) 0xc2, pop ? (char) 0xc3 : (char) 0xc2 };
-    qn_publish (qn_codec_kernel (codec), "maintenance", QN_MSG_CONFIG, body, sizeof body);
-}
-
 static void
 s_pop_answer (qn_http_ctx_t *ctx, bool enabled)
 {
@@ -237,28 +205,46 @@ s_push_answer (qn_codec_t *codec, qn_http_ctx_t *ctx, const s_stats_t *st, bool 
     s_reply_doc (ctx, &b);
 }
 
+//  The owner's answer: the row is written and the flags apply (push
+//  maintenance inside pg_writer already; pop maintenance here, through
+//  the state it reports, so a pop right after our answer sees it), or the
+//  write failed and nothing changed.
 static void
-s_on_written (qn_codec_t *codec, qn_http_ctx_t *ctx, qn_pg_result_t *res, void *arg)
+s_on_set (void *self_, void *arg, const qn_env_t *env)
 {
-    s_set_t *set = arg;
-    if (res->ok) {
-        //  The row is written: act on it here now, whoever is waiting.
-        bool push = set->pop ? qn_codec_push_maintenance (codec) : set->enabled;
-        bool pop = set->pop ? set->enabled : qn_codec_pop_maintenance (codec);
-        s_publish (codec, push, pop);
-        qn_info ("maintenance flag written: %s=%s", set->pop ? "pop" : "push",
-                 set->enabled ? "on" : "off");
-    }
+    (void) self_;
+    s_ask_t *ask = arg;
+    qn_msg_maint_state_t m;
+    bool ok = env && env->type == QN_MSG_MAINT_STATE
+           && !qn_msg_maint_state_decode (env->body.ptr, env->body.len, &m);
+    if (ok && !m.sqlstate [0])
+        qn_codec_maintenance_seen (ask->codec, m.push, m.pop, m.gen);
+    qn_http_ctx_t *ctx = qn_codec_request (ask->codec, ask->ctx_id);
     if (ctx) {
-        if (!res->ok)
-            qn_http_reply_pg_error (ctx, res);
+        ctx->on_cancel = NULL;
+        if (!env)
+            qn_http_reply_error (ctx, 503, "database did not answer in time");
         else
-        if (set->pop)
-            s_pop_answer (ctx, set->enabled);
+        if (!ok)
+            qn_http_reply_error (ctx, 500, "malformed maintenance answer");
         else
-            s_ask_spool (codec, ctx, s_push_answer, set->enabled);
+        if (m.sqlstate [0]) {
+            qn_pg_result_t res;
+            memset (&res, 0, sizeof res);
+            msgpack_unpacked_init (&res.holder);
+            snprintf (res.sqlstate, sizeof res.sqlstate, "%s", m.sqlstate);
+            res.message = qn_strndup (m.message, m.message_len);
+            res.detail = qn_strdup ("");
+            qn_http_reply_pg_error (ctx, &res);
+            qn_pg_result_free (&res);
+        }
+        else
+        if (ask->pop)
+            s_pop_answer (ctx, m.pop);
+        else
+            s_ask_spool (ask->codec, ctx, s_push_answer, m.push);
     }
-    free (set);
+    free (ask);
 }
 
 static void
@@ -283,21 +269,24 @@ s_set_flag (qn_codec_t *codec, qn_http_ctx_t *ctx, bool pop)
         return;
     }
     qn_json_doc_free (&doc);
-    //  Both values are ours, never client text: literals, no parameters.
-    char sql [256];
-    snprintf (sql, sizeof sql,
-              "INSERT INTO queen.system_state (key, value) VALUES ('%s', '{\"enabled\":%s}')"
-              " ON CONFLICT (key) DO UPDATE SET value = EXCLUDED.value",
-              pop ? "pop_maintenance_mode" : "maintenance_mode", enabled ? "true" : "false");
-    s_set_t *set = qn_zalloc (sizeof *set);
-    set->pop = pop;
-    set->enabled = enabled;
-    int rc = qn_codec_exec (codec, ctx, "pg_writer", QN_SQL_RAW, sql, "\x90", 1,
-                            s_on_written, set);
+    qn_msg_maint_set_t set = { .pop = pop, .enabled = enabled };
+    msgpack_sbuffer sb;
+    msgpack_sbuffer_init (&sb);
+    qn_msg_maint_set_encode (&sb, &set);
+    s_ask_t *ask = qn_zalloc (sizeof *ask);
+    ask->codec = codec;
+    ask->ctx_id = ctx->id;
+    ask->pop = pop;
+    qn_msg_t msg = { .to = "pg_writer", .type = QN_MSG_MAINT_SET, .body = sb.data, .body_len = sb.size };
+    uint32_t timeout = (uint32_t) qn_codec_config (codec)->db_statement_timeout_ms + 2000;
+    int rc = qn_request (qn_codec_kernel (codec), &msg, timeout, s_on_set, ask);
+    msgpack_sbuffer_destroy (&sb);
     if (rc) {
-        free (set);
+        free (ask);
         qn_http_reply_error (ctx, 503, "database writer is busy");
+        return;
     }
+    ctx->on_cancel = s_forget;
 }
 
 static void

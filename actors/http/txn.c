@@ -11,9 +11,9 @@
     Push operations accept delayMs / deliverAt like /api/v1/push.
     Receives  the requests of its route (from codec_http) and the replies
               of its calls
-    Sends     QN_MSG_PG_EXEC to pg_writer; after a commit, "committed"
-              events for the pushed and acked queues and QN_MSG_TIMER_ARM
-              [id, due_us] to timer_wheel for each timer it created (also
+    Sends     QN_MSG_PG_EXEC to pg_writer (which publishes "committed"
+              for the pushed and acked queues); after a commit, QN_MSG_TIMER_ARM
+              [id, due_us] to timers for each timer it created (also
               when the client has gone away meanwhile)
     Owns      one call state per request (with the riders in c->ext),
               freed by the call's callback
@@ -303,34 +303,30 @@ s_txn_failed (qn_http_ctx_t *ctx, const qn_hw_call_t *c, const qn_pg_result_t *r
     qn_hw_reply_buf (ctx, status, &out);
 }
 
-//  After a commit: wakes parked pops of every pushed or acked queue, arms
-//  the created timers, and maps operations to rows (row_of, -1 for none).
-//  Runs whether or not the client is still there.
+//  After a commit: arms the created timers and maps operations to rows
+//  (row_of, -1 for none). Runs whether or not the client is still there.
+//  (The "committed" events of the pushed and acked queues are pg_writer's:
+//  it publishes them when the bundle commits, actors/pg/statements.c.)
 static void
-s_committed (qn_codec_t *codec, const char *tenant, const qn_hw_call_t *c,
+s_committed (qn_codec_t *codec, const qn_hw_call_t *c,
              const qn_pg_result_t *res, int *row_of)
 {
-    qn_hashmap_t *seen = qn_hashmap_new ();
     int64_t pushed = 0;
     for (uint32_t r = 0; r < res->row_count; r++) {
         int64_t idx = -1, id, due;
-        const char *kind, *q;
-        size_t klen, qlen;
+        const char *kind;
+        size_t klen;
         if (!qn_hw_col_int (res, r, 0, &idx) || idx < 0 || idx >= (int64_t) c->count
         ||  !qn_hw_col_str (res, r, 1, &kind, &klen))
             continue;
         if (row_of)
             row_of [idx] = (int) r;
         bool push = klen == 4 && !memcmp (kind, "push", 4);
-        bool ack = klen == 3 && !memcmp (kind, "ack", 3);
         pushed += push;
-        if ((push || ack) && qn_hw_col_str (res, r, 4, &q, &qlen))
-            qn_hw_committed_once (codec, seen, tenant, q, qlen);
         if (s_col_is (res, (int) r, 8, "created") && qn_hw_col_int (res, r, 9, &id)
         &&  qn_hw_col_int (res, r, 7, &due))
             qn_hw_timer_arm (codec, id, due);
     }
-    qn_hashmap_destroy (&seen);
     qn_count (qn_codec_kernel (codec), "messages_pushed", pushed);
 }
 
@@ -338,9 +334,8 @@ static void
 s_on_txn (qn_codec_t *codec, qn_http_ctx_t *ctx, qn_pg_result_t *res, void *arg)
 {
     qn_hw_call_t *c = arg;
-    const s_bundle_t *b = c->ext;
     if (res->ok && !ctx)
-        s_committed (codec, b->tenant, c, res, NULL);
+        s_committed (codec, c, res, NULL);
     else
     if (!ctx)
         ;
@@ -359,7 +354,7 @@ s_on_txn (qn_codec_t *codec, qn_http_ctx_t *ctx, qn_pg_result_t *res, void *arg)
         int *row_of = qn_malloc (c->count * sizeof *row_of);
         for (uint32_t i = 0; i < c->count; i++)
             row_of [i] = -1;
-        s_committed (codec, b->tenant, c, res, row_of);
+        s_committed (codec, c, res, row_of);
         qn_buf_t out = QN_BUF_INIT;
         qn_jw_t w;
         qn_jw_init (&w, &out);

@@ -7,7 +7,7 @@
 */
 #include "actors/http/write.h"
 #include "actors/pg/statements.h"
-#include "wire/msg_timer.h"
+#include "wire/msg_timer_arm.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -617,12 +617,8 @@ qn_hw_exec_args (qn_codec_t *codec, qn_http_ctx_t *ctx, uint32_t stmt, const qn_
 void
 qn_hw_timer_arm (qn_codec_t *codec, int64_t id, int64_t due_us)
 {
-    msgpack_sbuffer sb;
-    msgpack_sbuffer_init (&sb);
-    msgpack_packer pk;
-    msgpack_packer_init (&pk, &sb, msgpack_sbuffer_write);
-    qn_msg_timer_arm_t arm = { .id = id, .due_us = due_us };
-    qn_msg_timer_arm_encode (&pk, &arm);
-    qn_send_body (qn_codec_kernel (codec), "timer_wheel", QN_MSG_TIMER_ARM, 0, sb.data, sb.size);
-    msgpack_sbuffer_destroy (&sb);
+    qn_buf_t b = QN_BUF_INIT;
+    qn_msg_timer_arm_encode (&(qn_msg_timer_arm_t) { .id = id, .due_us = due_us }, &b);
+    qn_send_body (qn_codec_kernel (codec), "timers", QN_MSG_TIMER_ARM, 0, b.data, b.len);
+    qn_buf_free (&b);
 }

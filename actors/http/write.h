@@ -6,7 +6,7 @@
     push items and acknowledgments, seal the payloads of encrypted queues
     the same way (§2.10), pack them the same way for pg_writer and read the
     same result rows; actors/http/write.c and actors/http/seal.c hold that.
-    Timers (actors/http/state.c, and the transaction's timer.schedule
+    Timers (actors/http/timers.c, and the transaction's timer.schedule
     riders) seal their payloads through the same path (qn_hw_seal_add).
 */
 #ifndef QN_ACTORS_CODEC_HTTP_WRITE_H
@@ -197,8 +197,8 @@ int qn_hw_exec_args (qn_codec_t *codec, qn_http_ctx_t *ctx, uint32_t stmt, const
 int qn_hw_exec (qn_codec_t *codec, qn_http_ctx_t *ctx, uint32_t stmt, const msgpack_sbuffer *sb,
                 qn_codec_result_fn *cb, void *arg);
 
-//  Tells timer_wheel about a timer created by a route (QN_MSG_TIMER_ARM
-//  [id, due_us]); a hint: the wheel's next load finds the timer anyway.
+//  Tells timers about a timer created by a route (QN_MSG_TIMER_ARM
+//  [id, due_us]); a hint: its next load finds the timer anyway.
 void qn_hw_timer_arm (qn_codec_t *codec, int64_t id, int64_t due_us);
 
 // ------------------------------------------------------------------ encryption

@@ -1,5 +1,5 @@
 /*  actors/pg/call.h - PG_EXEC requests and PG_RESULT replies for actors
-    The background actors (retention, timer_wheel, spool) call the
+    The background actors (retention, timers, spool) call the
     database the same way: pack [stmt, sql|nil, [params...]], send it as
     QN_MSG_PG_EXEC to pg_writer or pg_reader with a deadline, then decode
     the reply [ok, sqlstate, message, detail, rows] (see actors.h). These

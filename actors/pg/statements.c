@@ -14,15 +14,12 @@ static const qn_sql_stmt_t s_stmts [QN_SQL_COUNT_] = {
         "SELECT ord, seq, partition_id, queue_id, duplicate"
         " FROM queen.push ($1, $2, $3, $4, $5, $6, $7, $8, $9)", 9,
         { T, TA, TA, TA, QN_OID_BYTEA_ARR, QN_OID_UUID_ARR, TA, QN_OID_BOOL_ARR, QN_OID_BOOL } },
+    //  Pops answer rows of the type queen.pop_row (schema/functions/12_pop.sql).
     [QN_SQL_POP] = { "pop",
-        "SELECT queue_name, partition_id, partition_name, seq, created_at, txn_id, trace_id,"
-        " producer, payload, is_encrypted, lease_expires_at, next_due"
-        " FROM queen.pop ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)", 10,
+        "SELECT * FROM queen.pop ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)", 10,
         { T, T, T, T, T, T, QN_OID_INT4, QN_OID_INT4, QN_OID_UUID, QN_OID_BOOL } },
     [QN_SQL_POP_NS] = { "pop_ns",
-        "SELECT queue_name, partition_id, partition_name, seq, created_at, txn_id, trace_id,"
-        " producer, payload, is_encrypted, lease_expires_at, next_due"
-        " FROM queen.pop_ns ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)", 10,
+        "SELECT * FROM queen.pop_ns ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)", 10,
         { T, T, T, T, T, T, QN_OID_INT4, QN_OID_INT4, QN_OID_UUID, QN_OID_BOOL } },
     [QN_SQL_ACK] = { "ack",
         "SELECT ord, success, error, queue_name, partition_name, lease_released, dlq"
@@ -101,7 +98,8 @@ static const qn_sql_stmt_t s_stmts [QN_SQL_COUNT_] = {
           TA, QN_OID_INT8_ARR, TA, QN_OID_INT8_ARR, TA, QN_OID_UUID_ARR, TA, QN_OID_UUID_ARR,
           TA, TA, QN_OID_BYTEA_ARR, QN_OID_INT8_ARR, QN_OID_INT4_ARR,
           TA, TA, TA, QN_OID_BYTEA_ARR, TA, QN_OID_BOOL_ARR, QN_OID_INT8_ARR, QN_OID_INT8_ARR,
-          QN_OID_BYTEA_ARR } },
+          QN_OID_BYTEA_ARR },
+        .wake_queue_col = 5, .wake_kind_col = 2 },     //  queue_name of push and ack rows
 };
 
 const qn_sql_stmt_t *

@@ -26,10 +26,10 @@ typedef enum {
     QN_SQL_PARTITION_DELETE,
     QN_SQL_ENSURE_SEGMENTS,
     QN_SQL_PUSH_AT,             //  queen.push with not-before instants (delayed items)
-    QN_SQL_STREAMS_REGISTER,    //  Streams (schema/040_streams.sql)
+    QN_SQL_STREAMS_REGISTER,    //  Streams (schema/functions/40_streams.sql)
     QN_SQL_STREAMS_CYCLE,
     QN_SQL_STREAMS_STATE_GET,
-    QN_SQL_KV_PUT,              //  State (schema/030_state.sql): kv store
+    QN_SQL_KV_PUT,              //  State (schema/functions/30_kv.sql): kv store
     QN_SQL_KV_GET,
     QN_SQL_KV_DELETE,
     QN_SQL_KV_LIST,
@@ -40,7 +40,7 @@ typedef enum {
     QN_SQL_TIMER_DUE,
     QN_SQL_TIMER_FIRE,
     QN_SQL_STATE_SWEEP,         //  Expired kv rows and old fired-timer records
-    QN_SQL_BUNDLE,              //  Transactions with riders (schema/031_bundle.sql)
+    QN_SQL_BUNDLE,              //  Transactions with riders (schema/functions/32_bundle.sql)
     QN_SQL_COUNT_
 } qn_sql_id_t;
 
@@ -49,6 +49,12 @@ typedef struct {
     const char *sql;
     uint32_t nparams;
     uint32_t types [QN_SQL_MAX_PARAMS];
+    //  Statements that commit messages: pg_writer publishes "committed"
+    //  for the queue named in result column wake_queue_col (1-based; 0:
+    //  none) of every row whose column wake_kind_col (1-based; 0: every
+    //  row) says "push" or "ack"; the tenant is parameter 1.
+    uint8_t wake_queue_col;
+    uint8_t wake_kind_col;
 } qn_sql_stmt_t;
 
 //  The statement for `id`, or NULL.

@@ -77,7 +77,7 @@ static s_actor_new_fn *const s_actors [] = {
     qn_spool_new,               //  disk spool for database outages
     qn_lease_manager_new,       //  parked long-poll pops
     qn_retention_new,           //  retention, eviction
-    qn_timer_wheel_new,         //  timers, kv/timer sweeps
+    qn_timers_new,              //  timers, kv/timer sweeps
     qn_codec_http_new,          //  HTTP routes and the JSON API
     qn_jwks_new,                //  JWKS fetcher (idle without JWT_JWKS_URL)
     qn_acceptor_new             //  the HTTP listener: the front door, last

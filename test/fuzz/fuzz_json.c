@@ -1,4 +1,4 @@
-/*  test/fuzz/fuzz_json.c - the JSON tokenizer (wire/json.c) and the
+/*  test/fuzz/fuzz_json.c - the JSON tokenizer (wire/json_parse.c) and the
     helpers the API uses on parsed documents; valid documents must
     re-serialise into documents that parse again.
 */

@@ -1,10 +1,15 @@
 /*  test/fuzz/fuzz_spool.c - spool segment recovery (wire/spool_codec.c):
-    scanning, resync and checkpoints over arbitrary bytes on disk.
+    scanning, resync and checkpoints over arbitrary bytes on disk, and the
+    decoders that read record bodies (wire/msg_spool.c: the SPOOL_APPEND
+    body is the record body) and the replay request built from them
+    (wire/msg_push.c).
 */
 #include <stddef.h>
 #include <stdint.h>
 #include <stdlib.h>
 
+#include "wire/msg_push.h"
+#include "wire/msg_spool.h"
 #include "wire/spool_codec.h"
 
 int
@@ -31,5 +36,35 @@ LLVMFuzzerTestOneInput (const uint8_t *data, size_t size)
     uint64_t seg, off;
     (void) qn_spool_checkpoint_decode (buf, size, &seg, &off);
     (void) qn_spool_body_check (buf, size);
+    //  The typed decoders: a body that decodes re-encodes and decodes again.
+    msgpack_unpacked h;
+    msgpack_unpacked_init (&h);
+    qn_msg_spool_append_t m;
+    if (qn_msg_spool_append_decode (buf, size, &h, &m) == 0) {
+        msgpack_sbuffer sb;
+        msgpack_sbuffer_init (&sb);
+        qn_msg_spool_append_encode (&sb, m.tenant, m.tenant_len, m.items, m.count, NULL);
+        msgpack_unpacked again;
+        msgpack_unpacked_init (&again);
+        qn_msg_spool_append_t m2;
+        if (qn_msg_spool_append_decode (sb.data, sb.size, &again, &m2) || m2.count != m.count)
+            abort ();
+        msgpack_unpacked_destroy (&again);
+        msgpack_sbuffer_destroy (&sb);
+    }
+    msgpack_unpacked_destroy (&h);
+    msgpack_unpacked_init (&h);
+    qn_msg_push_t p;
+    (void) qn_msg_push_decode (buf, size, &h, &p);
+    msgpack_unpacked_destroy (&h);
+    msgpack_unpacked_init (&h);
+    qn_msg_push_answer_t a;
+    if (qn_msg_push_answer_decode (buf, size, &h, &a) == 0)
+        for (uint32_t i = 0; i < a.count; i++) {
+            qn_msg_push_result_t r;
+            if (qn_msg_push_answer_at (&a, i, &r))
+                abort ();
+        }
+    msgpack_unpacked_destroy (&h);
     return 0;
 }

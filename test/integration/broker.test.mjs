@@ -228,12 +228,14 @@ test('two brokers booting on one empty database: schema applied once, both serve
     try {
         assert.equal((await http(`${a.url}/health`)).status, 200);
         assert.equal((await http(`${b.url}/health`)).status, 200);
-        const rows = await psql('SELECT file, count(*) FROM queen.schema_version GROUP BY file HAVING count(*) > 1', { db });
+        const rows = await psql('SELECT version, count(*) FROM queen.schema_migrations GROUP BY version HAVING count(*) > 1', { db });
         assert.equal(rows, '');
-        const files = Number(await psql('SELECT count(*) FROM queen.schema_version', { db }));
+        const files = Number(await psql('SELECT count(*) FROM queen.schema_migrations', { db }));
         assert.ok(files >= 1);
         const applied = (a.logs() + b.logs()).match(/schema applied: file=/g) || [];
-        assert.equal(applied.length, files, 'each file applied by exactly one broker');
+        assert.equal(applied.length, files, 'each migration applied by exactly one broker');
+        const installed = (a.logs() + b.logs()).match(/schema functions installed: /g) || [];
+        assert.equal(installed.length, 1, 'the function set installed by one broker');
         //  A restart applies nothing.
         assert.equal(await a.stop(), 0);
         const c = await startBroker({ db });

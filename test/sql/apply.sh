@@ -1,27 +1,51 @@
 #!/bin/sh
-# Apply schema/*.sql in name order into a (fresh) database, each file in its
-# own transaction, recording it in queen.schema_version like the broker does.
+# Bring a database to the schema of schema/ the way the broker does
+# (kernel/schema.c), in one transaction: schema/bootstrap.sql (the schema
+# lock, the bookkeeping tables), the migrations not yet recorded in
+# queen.schema_migrations (in order, each recorded with its sha256), the
+# function set when its checksum differs from queen.schema_functions, then
+# the message segments. (The broker also recognises databases of releases
+# before migrations; a fresh test database needs none of that.)
 # Usage: test/sql/apply.sh <psql connection args>
 set -e
+LC_ALL=C
+export LC_ALL
 here=$(cd "$(dirname "$0")" && pwd)
 schema="$here/../../schema"
-for f in "$schema"/*.sql; do
-  name=$(basename "$f")
-  done_already=$(psql -X -q -At "$@" -c "SELECT 1 FROM pg_tables WHERE schemaname='queen' AND tablename='schema_version'" 2>/dev/null || true)
-  if [ "$done_already" = "1" ]; then
-    if [ "$(psql -X -q -At "$@" -c "SELECT 1 FROM queen.schema_version WHERE file = '$name'")" = "1" ]; then
-      continue
-    fi
-  fi
-  {
-    echo "SET client_min_messages = warning;"
-    echo "BEGIN;"
-    echo "SELECT pg_advisory_xact_lock(7193553170000001);"
+functions=$(ls "$schema"/functions/*.sql)
+# shellcheck disable=SC2086  # the list is split on purpose
+fsum=$(cat $functions | sha256sum | cut -d' ' -f1)
+nfiles=$(echo "$functions" | wc -l)
+last=0
+{
+  echo "SET client_min_messages = warning;"
+  echo "BEGIN;"
+  cat "$schema/bootstrap.sql"
+  for f in "$schema"/migrations/*.sql; do
+    name=$(basename "$f")
+    v=$(echo "$name" | cut -c1-4 | sed 's/^0*//')
+    last=$v
+    sum=$(sha256sum "$f" | cut -d' ' -f1)
+    printf "%s\n" "SELECT NOT EXISTS (SELECT 1 FROM queen.schema_migrations WHERE version = $v) AS todo \\gset"
+    printf "%s\n" "\\if :todo"
     cat "$f"
     echo ";"
-    echo "CREATE TABLE IF NOT EXISTS queen.schema_version (file text COLLATE \"C\" PRIMARY KEY, applied_at timestamptz NOT NULL DEFAULT now());"
-    echo "INSERT INTO queen.schema_version (file) VALUES ('$name');"
-    echo "COMMIT;"
-  } | psql -X -q -v ON_ERROR_STOP=1 "$@" >/dev/null
-  echo "applied $name"
-done
+    echo "INSERT INTO queen.schema_migrations (version, name, checksum) VALUES ($v, '$name', '$sum');"
+    printf "%s\n" "\\echo applied $name"
+    printf "%s\n" "\\endif"
+  done
+  printf "%s\n" "SELECT NOT EXISTS (SELECT 1 FROM queen.schema_functions WHERE checksum = '$fsum') AS todo \\gset"
+  printf "%s\n" "\\if :todo"
+  # shellcheck disable=SC2086
+  for f in $functions; do
+    cat "$f"
+    echo ";"
+  done
+  echo "INSERT INTO queen.schema_functions (version, checksum, files) VALUES ($last, '$fsum', $nfiles)"
+  echo "  ON CONFLICT (single) DO UPDATE SET version = EXCLUDED.version, checksum = EXCLUDED.checksum,"
+  echo "  files = EXCLUDED.files, installed_at = now();"
+  printf "%s\n" "\\echo applied the function set ($nfiles files)"
+  printf "%s\n" "\\endif"
+  echo "SELECT queen.ensure_segments();"
+  echo "COMMIT;"
+} | psql -X -q -v ON_ERROR_STOP=1 -o /dev/null "$@"

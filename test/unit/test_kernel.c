@@ -351,6 +351,85 @@ test_bus_and_timers (void **state)
     qn_kernel_destroy (&k);
 }
 
+// ------------------------------------------------------------------ timer heap
+#define S_NTIMERS 300
+
+typedef struct {
+    qn_kernel_t *kernel;
+    int64_t due_ms [S_NTIMERS];
+    int fired [S_NTIMERS];
+    int order [S_NTIMERS];      //  Indexes in firing order
+    int nfired;
+    int early;                  //  Fired before their due time
+    uint64_t self_id;           //  The repeating timer that cancels itself
+    int self_ticks;
+} s_timers_t;
+
+static s_timers_t s_tm;
+
+static void
+s_tm_fire (void *self_, void *arg)
+{
+    (void) self_;
+    int i = (int) (intptr_t) arg;
+    if (qn_now_ms () < s_tm.due_ms [i])
+        s_tm.early++;
+    s_tm.fired [i]++;
+    s_tm.order [s_tm.nfired++ % S_NTIMERS] = i;
+}
+
+static void
+s_tm_self_cancel (void *self_, void *arg)
+{
+    (void) self_;
+    (void) arg;
+    if (++s_tm.self_ticks == 3)
+        qn_timer_cancel (s_tm.kernel, s_tm.self_id);
+}
+
+//  Many timers on one actor: none early, each once, cancelled ones never,
+//  equal delays in the order they were added, and a repeating timer can
+//  cancel itself from its own callback.
+static void
+test_timer_heap_order_and_cancel (void **state)
+{
+    (void) state;
+    qn_config_t cfg = { 0 };
+    qn_kernel_t *k = qn_kernel_new (&cfg);
+    memset (&s_tm, 0, sizeof s_tm);
+    s_tm.kernel = k;
+    uint64_t ids [S_NTIMERS];
+    for (int i = 0; i < S_NTIMERS; i++) {
+        uint32_t delay = (uint32_t) ((i * 7) % 40);     //  40 groups of equal delays
+        s_tm.due_ms [i] = qn_now_ms () + delay;
+        ids [i] = qn_timer_add (k, delay, 0, s_tm_fire, (void *) (intptr_t) i);
+    }
+    int cancelled = 0;
+    for (int i = 0; i < S_NTIMERS; i += 3) {
+        qn_timer_cancel (k, ids [i]);
+        cancelled++;
+    }
+    s_tm.self_id = qn_timer_add (k, 2, 2, s_tm_self_cancel, NULL);
+    int64_t t0 = qn_now_ms ();
+    while (qn_now_ms () - t0 < 200)
+        qn_kernel_poll (k, 5);
+    assert_int_equal (s_tm.nfired, S_NTIMERS - cancelled);
+    assert_int_equal (s_tm.early, 0);
+    assert_int_equal (s_tm.self_ticks, 3);
+    for (int i = 0; i < S_NTIMERS; i++)
+        assert_int_equal (s_tm.fired [i], i % 3 == 0 ? 0 : 1);
+    //  Same delay: fired in the order added (i grows within a group).
+    int last [40];
+    for (int g = 0; g < 40; g++)
+        last [g] = -1;
+    for (int n = 0; n < s_tm.nfired; n++) {
+        int i = s_tm.order [n], g = (i * 7) % 40;
+        assert_true (i > last [g]);
+        last [g] = i;
+    }
+    qn_kernel_destroy (&k);
+}
+
 // ------------------------------------------------------------------ hashmap
 static void
 test_hashmap (void **state)
@@ -381,6 +460,7 @@ main (void)
         cmocka_unit_test (test_shutdown_drains_in_reverse_order),
         cmocka_unit_test (test_spawn_duplicate_name_fails),
         cmocka_unit_test (test_bus_and_timers),
+        cmocka_unit_test (test_timer_heap_order_and_cancel),
         cmocka_unit_test (test_hashmap),
     };
     return cmocka_run_group_tests (tests, NULL, NULL);

@@ -1,4 +1,4 @@
-/*  test/unit/test_wire_json.c - tests for wire/json.c
+/*  test/unit/test_wire_json.c - tests for wire/json_parse.c and wire/json_write.c
     Golden token trees, every strict prefix, tables of invalid and valid
     inputs, lookups, unescaping, writer round trips and integer edges.
     Every input is copied to a malloc'd block of exactly its size, so an

@@ -27,6 +27,8 @@
 #include <unistd.h>
 
 #include "kernel/kernel.h"
+#include "wire/msg_push.h"
+#include "wire/msg_spool.h"
 #include "wire/spool_codec.h"
 
 //  Declared here without actors.h's weak attribute: a strong reference is
@@ -351,25 +353,18 @@ test_checkpoint_line (void **state)
 
 
 // ------------------------------------------------------------------ the actor
-//  Fake pg_writer / pg_reader: records the transaction ids pushed, refuses
-//  items of queue "poison" (22P02), fails everything while `down`.
+//  Fake pg_writer: records the transaction ids of the replays pushed,
+//  refuses items of queue "poison" (22P02), fails everything while
+//  `down`, and keeps the last DRAINED report.
 typedef struct {
     qn_kernel_t *kernel;
     atomic_bool down;
     pthread_mutex_t lock;
     char txns [64][32];
     int count;
+    atomic_int drained;         //  Last DRAINED [appends], -1 before any
+    atomic_int not_replay;      //  Pushes without the replay flag (must stay 0)
 } s_fake_db_t;
-
-static void
-s_pack_result (msgpack_packer *pk, bool ok, const char *sqlstate, const char *message)
-{
-    msgpack_pack_array (pk, 5);
-    ok ? msgpack_pack_true (pk) : msgpack_pack_false (pk);
-    s_pack_str (pk, sqlstate);
-    s_pack_str (pk, message);
-    s_pack_str (pk, "");
-}
 
 static int
 s_fake_push (void *self_, const qn_env_t *env)
@@ -377,66 +372,54 @@ s_fake_push (void *self_, const qn_env_t *env)
     s_fake_db_t *db = self_;
     msgpack_unpacked msg;
     msgpack_unpacked_init (&msg);
-    assert_int_equal (msgpack_unpack_next (&msg, env->body.ptr, env->body.len, NULL),
-                      MSGPACK_UNPACK_SUCCESS);
-    const msgpack_object *items = &msg.data.via.array.ptr [1];
+    qn_msg_push_t push;
+    assert_int_equal (qn_msg_push_decode (env->body.ptr, env->body.len, &msg, &push), 0);
+    if (!push.replay)
+        atomic_fetch_add (&db->not_replay, 1);
     bool poison = false;
-    for (uint32_t i = 0; i < items->via.array.size; i++) {
-        const msgpack_object *q = &items->via.array.ptr [i].via.array.ptr [0];
+    for (uint32_t i = 0; i < push.count; i++) {
+        const msgpack_object *q = &push.items [i].via.array.ptr [0];
         poison = poison || (q->via.str.size == 6 && !memcmp (q->via.str.ptr, "poison", 6));
     }
     qn_buf_t out = QN_BUF_INIT;
     msgpack_packer pk;
     msgpack_packer_init (&pk, &out, s_write);
     if (atomic_load (&db->down))
-        s_pack_result (&pk, false, "08006", "database unavailable");
+        qn_msg_push_refuse (&pk, "08006", "database unavailable");
     else
     if (poison)
-        s_pack_result (&pk, false, "22P02", "invalid input");
+        qn_msg_push_refuse (&pk, "22P02", "invalid input");
     else {
-        s_pack_result (&pk, true, "00000", "");
-        msgpack_pack_array (&pk, items->via.array.size);
+        qn_msg_push_answer_begin (&pk, push.count);
         pthread_mutex_lock (&db->lock);
-        for (uint32_t i = 0; i < items->via.array.size; i++) {
-            const msgpack_object *txn = &items->via.array.ptr [i].via.array.ptr [2];
+        for (uint32_t i = 0; i < push.count; i++) {
+            const msgpack_object *txn = &push.items [i].via.array.ptr [2];
             if (db->count < 64)
                 snprintf (db->txns [db->count++], 32, "%.*s", (int) txn->via.str.size, txn->via.str.ptr);
-            msgpack_pack_array (&pk, 5);
-            msgpack_pack_uint32 (&pk, i + 1);
-            msgpack_pack_uint32 (&pk, 100 + i);
-            msgpack_pack_uint32 (&pk, 1);
-            msgpack_pack_uint32 (&pk, 1);
-            msgpack_pack_false (&pk);
+            qn_msg_push_result_t r = { .status = QN_PUSH_QUEUED, .seq = 100 + i, .partition_id = 1 };
+            qn_msg_push_result (&pk, &r);
         }
         pthread_mutex_unlock (&db->lock);
     }
-    if (!(out.len && out.data [1] == (char) 0xc3))
-        msgpack_pack_array (&pk, 0);
-    qn_reply (db->kernel, env, QN_MSG_PG_RESULT, out.data, out.len, NULL, 0);
+    qn_reply (db->kernel, env, QN_MSG_PUSH_ANSWER, out.data, out.len, NULL, 0);
     qn_buf_free (&out);
     msgpack_unpacked_destroy (&msg);
     return 0;
 }
 
-//  The maintenance poll: no rows (both flags off), or down.
 static int
-s_fake_exec (void *self_, const qn_env_t *env)
+s_fake_drained (void *self_, const qn_env_t *env)
 {
     s_fake_db_t *db = self_;
-    qn_buf_t out = QN_BUF_INIT;
-    msgpack_packer pk;
-    msgpack_packer_init (&pk, &out, s_write);
-    bool down = atomic_load (&db->down);
-    s_pack_result (&pk, !down, down ? "08006" : "00000", "");
-    msgpack_pack_array (&pk, 0);
-    qn_reply (db->kernel, env, QN_MSG_PG_RESULT, out.data, out.len, NULL, 0);
-    qn_buf_free (&out);
+    uint64_t appends;
+    assert_int_equal (qn_msg_spool_drained_decode (env->body.ptr, env->body.len, &appends), 0);
+    atomic_store (&db->drained, (int) appends);
     return 0;
 }
 
 static const qn_route_t s_fake_routes [] = {
-    { QN_MSG_PG_PUSH, s_fake_push },
-    { QN_MSG_PG_EXEC, s_fake_exec },
+    { QN_MSG_PUSH, s_fake_push },
+    { QN_MSG_SPOOL_DRAINED, s_fake_drained },
     { 0, NULL }
 };
 
@@ -448,21 +431,33 @@ typedef struct {
     int stats_replies;
 } s_main_t;
 
+//  The spool answers the pusher itself: every item buffered with its
+//  transaction id, or a refusal.
 static void
 s_on_append_reply (void *self_, void *arg, const qn_env_t *env)
 {
     (void) arg;
     s_main_t *m = self_;
     assert_non_null (env);
+    assert_int_equal (env->type, QN_MSG_PUSH_ANSWER);
     msgpack_unpacked msg;
     msgpack_unpacked_init (&msg);
-    assert_int_equal (msgpack_unpack_next (&msg, env->body.ptr, env->body.len, NULL),
-                      MSGPACK_UNPACK_SUCCESS);
-    const msgpack_object *f = msg.data.via.array.ptr;
-    assert_int_equal (msg.data.via.array.size, 5);
+    qn_msg_push_answer_t a;
+    assert_int_equal (qn_msg_push_answer_decode (env->body.ptr, env->body.len, &msg, &a), 0);
     m->replies++;
-    m->ok += f [0].via.boolean;
-    snprintf (m->sqlstate, sizeof m->sqlstate, "%.*s", (int) f [1].via.str.size, f [1].via.str.ptr);
+    m->ok += a.ok;
+    snprintf (m->sqlstate, sizeof m->sqlstate, "%s", a.sqlstate);
+    if (a.ok) {
+        assert_true (a.count >= 1);
+        for (uint32_t i = 0; i < a.count; i++) {
+            qn_msg_push_result_t r;
+            assert_int_equal (qn_msg_push_answer_at (&a, i, &r), 0);
+            assert_int_equal (r.status, QN_PUSH_BUFFERED);
+            assert_non_null (r.txn);
+        }
+    }
+    else
+        assert_int_equal (a.count, 0);
     msgpack_unpacked_destroy (&msg);
 }
 
@@ -473,15 +468,12 @@ s_on_stats_reply (void *self_, void *arg, const qn_env_t *env)
     s_main_t *m = self_;
     if (!env)
         return;
-    msgpack_unpacked msg;
-    msgpack_unpacked_init (&msg);
-    if (msgpack_unpack_next (&msg, env->body.ptr, env->body.len, NULL) == MSGPACK_UNPACK_SUCCESS
-    &&  msg.data.via.array.size >= 3) {
-        m->stats [0] = msg.data.via.array.ptr [0].via.u64;
-        m->stats [1] = msg.data.via.array.ptr [1].via.u64;
-        m->stats_replies++;
-    }
-    msgpack_unpacked_destroy (&msg);
+    assert_int_equal (env->type, QN_MSG_SPOOL_STATS_REPLY);
+    qn_msg_spool_stats_t st;
+    assert_int_equal (qn_msg_spool_stats_decode (env->body.ptr, env->body.len, &st), 0);
+    m->stats [0] = st.pending;
+    m->stats [1] = st.failed;
+    m->stats_replies++;
 }
 
 typedef struct {
@@ -507,10 +499,9 @@ s_rig_start (s_rig_t *r, const char *dir, bool down, int64_t fsync_ms)
     qn_kernel_main_routes (r->k, NULL, &r->m);
     r->db.kernel = r->k;
     atomic_store (&r->db.down, down);
+    atomic_store (&r->db.drained, -1);
     qn_actor_def_t w = { .name = "pg_writer", .routes = s_fake_routes, .self = &r->db };
-    qn_actor_def_t rd = { .name = "pg_reader", .routes = s_fake_routes, .self = &r->db };
     assert_non_null (qn_actor_spawn (r->k, &w));
-    assert_non_null (qn_actor_spawn (r->k, &rd));
     assert_non_null (qn_spool_new (r->k, &r->cfg));
 }
 
@@ -555,7 +546,7 @@ s_wait_stats (s_rig_t *r, uint64_t pending, uint64_t failed)
 {
     for (int i = 0; i < 100; i++) {
         int before = r->m.stats_replies;
-        qn_msg_t msg = { .to = "spool", .type = QN_MSG_SPOOL_STATS, .body = "\x90", .body_len = 1 };
+        qn_msg_t msg = { .to = "spool", .type = QN_MSG_SPOOL_STATS_ASK, .body = "\x90", .body_len = 1 };
         assert_int_equal (qn_request (r->k, &msg, 1000, s_on_stats_reply, NULL), 0);
         for (int j = 0; j < 100 && r->m.stats_replies == before; j++)
             qn_kernel_poll (r->k, 10);
@@ -621,10 +612,18 @@ test_actor_replay_in_order_and_refusals (void **state)
     assert_true (s_wait_stats (r, 7, 0));
     assert_int_equal (s_count_files (r->dir, "segment-"), 1);
     assert_int_equal (r->db.count, 0);
+    //  Holding items: no DRAINED report since the empty start (0 appends).
+    assert_true (atomic_load (&r->db.drained) <= 0);
     //  The database comes back: a "db" event starts the replay at once.
     atomic_store (&r->db.down, false);
     qn_publish (r->k, "db", QN_MSG_DB_HEALTH, "\x91\xc3", 2);
     assert_true (s_wait_stats (r, 0, 1));
+    //  Everything replayed (or set aside): DRAINED covers all 7 appends,
+    //  and every push the spool made was flagged replay.
+    for (int i = 0; i < 300 && atomic_load (&r->db.drained) != 7; i++)
+        qn_kernel_poll (r->k, 10);
+    assert_int_equal (atomic_load (&r->db.drained), 7);
+    assert_int_equal (atomic_load (&r->db.not_replay), 0);
     pthread_mutex_lock (&r->db.lock);
     assert_int_equal (r->db.count, 6);
     const char *expected [] = { "a1", "a2", "a3", "b1", "b2", "b3" };

@@ -1,9 +1,9 @@
-/*  actors/timer/timer_wheel.c - fires timers, sweeps expired kv rows
+/*  actors/timer/timers.c - the "timers" actor: fires timers, sweeps expired kv rows
     Timers are rows of queen.timers (schema/030_state.sql); this actor only
     decides when to ask PostgreSQL to fire them. Every S_LOAD_MS it loads
     the pending timers due within S_HORIZON_MS (queen.timer_due) into an
-    in-memory min-heap keyed by due time; codec_http also tells it about a
-    timer it just created (QN_MSG_TIMER_ARM) so a short timer need not wait
+    in-memory min-heap (base/heap.h) keyed by due time; codec_http also
+    tells it about a timer it just created (QN_MSG_TIMER_ARM) so a short timer need not wait
     for the next load. One kernel timer is armed for the heap's head; when
     it rings, every entry now due moves to the fire list, which goes to
     queen.timer_fire in batches of at most S_FIRE_BATCH ids, at most
@@ -31,10 +31,12 @@
 */
 #include "actors/actors.h"
 #include "actors/pg/call.h"
+#include "actors/pg/committed.h"
 #include "actors/pg/statements.h"
 #include "wire/msg_pg.h"
 #include "base/hashmap.h"
-#include "wire/msg_timer.h"
+#include "base/heap.h"
+#include "wire/msg_timer_arm.h"
 
 #include <msgpack.h>
 #include <stdlib.h>
@@ -55,9 +57,10 @@
 #define S_WARN_AFTER_MS     2000    //  A failure streak is logged once it lasts this long
 #define S_FIRST_LOAD_MS     500     //  Give pg_writer time to connect at start
 
+//  A timer in the heap: key = due time (database clock, us since the Unix
+//  epoch), tie = queen.timers.id.
 typedef struct {
-    int64_t due_us;             //  Database clock, us since the Unix epoch
-    int64_t id;                 //  queen.timers.id
+    qn_heap_node_t node;
 } s_entry_t;
 
 typedef struct {
@@ -76,8 +79,7 @@ typedef struct {
 typedef struct {
     qn_kernel_t *kernel;        //  Not owned
     const qn_config_t *config;  //  Not owned
-    s_entry_t *heap;            //  Owned: min-heap by (due_us, id)
-    size_t heap_len, heap_cap;
+    qn_heap_t heap;             //  Owned entries, by (due_us, id)
     qn_hashmap_t *known;        //  Owned: ids in the heap, the fire list or in flight
     int64_t *ready;             //  Owned: ids due now, in due order
     size_t ready_len, ready_cap;
@@ -99,51 +101,30 @@ static void s_flush (self_t *self);
 static void s_load (self_t *self);
 
 // ------------------------------------------------------------------ heap
-static bool
-s_before (const s_entry_t *a, const s_entry_t *b)
-{
-    return a->due_us < b->due_us || (a->due_us == b->due_us && a->id < b->id);
-}
-
 static void
 s_heap_push (self_t *self, int64_t due_us, int64_t id)
 {
-    if (self->heap_len == self->heap_cap) {
-        self->heap_cap = self->heap_cap ? self->heap_cap * 2 : 256;
-        self->heap = qn_realloc (self->heap, self->heap_cap * sizeof *self->heap);
-    }
-    size_t i = self->heap_len++;
-    s_entry_t e = { due_us, id };
-    while (i > 0) {
-        size_t parent = (i - 1) / 2;
-        if (!s_before (&e, &self->heap [parent]))
-            break;
-        self->heap [i] = self->heap [parent];
-        i = parent;
-    }
-    self->heap [i] = e;
+    s_entry_t *e = qn_malloc (sizeof *e);
+    e->node.key = due_us;
+    e->node.tie = (uint64_t) id;
+    qn_heap_push (&self->heap, &e->node);
 }
 
-static s_entry_t
+//  The id of the earliest entry (the heap must not be empty).
+static int64_t
 s_heap_pop (self_t *self)
 {
-    s_entry_t top = self->heap [0];
-    s_entry_t last = self->heap [--self->heap_len];
-    size_t i = 0, n = self->heap_len;
-    for (;;) {
-        size_t c = 2 * i + 1;
-        if (c >= n)
-            break;
-        if (c + 1 < n && s_before (&self->heap [c + 1], &self->heap [c]))
-            c++;
-        if (!s_before (&self->heap [c], &last))
-            break;
-        self->heap [i] = self->heap [c];
-        i = c;
-    }
-    if (n)
-        self->heap [i] = last;
-    return top;
+    s_entry_t *e = qn_heap_item (qn_heap_pop (&self->heap), s_entry_t, node);
+    int64_t id = (int64_t) e->node.tie;
+    free (e);
+    return id;
+}
+
+//  Due time of the earliest entry (the heap must not be empty).
+static int64_t
+s_heap_head_us (self_t *self)
+{
+    return qn_heap_peek (&self->heap)->key;
 }
 
 //  Remembers timer `id` due at due_us (database clock) unless known.
@@ -225,13 +206,13 @@ s_on_wake (void *self_, void *arg)
     self_t *self = self_;
     self->wake_timer = 0;
     int64_t now = s_db_now_us (self);
-    while (self->heap_len && self->heap [0].due_us <= now) {
-        s_entry_t e = s_heap_pop (self);
+    while (qn_heap_size (&self->heap) && s_heap_head_us (self) <= now) {
+        int64_t id = s_heap_pop (self);
         if (self->ready_len == self->ready_cap) {
             self->ready_cap = self->ready_cap ? self->ready_cap * 2 : 256;
             self->ready = qn_realloc (self->ready, self->ready_cap * sizeof *self->ready);
         }
-        self->ready [self->ready_len++] = e.id;
+        self->ready [self->ready_len++] = id;
     }
     s_flush (self);
     s_arm (self);
@@ -242,10 +223,10 @@ s_on_wake (void *self_, void *arg)
 static void
 s_arm (self_t *self)
 {
-    qn_gauge_set (self->kernel, "timers_armed", (int64_t) (self->heap_len + self->ready_len));
-    if (!self->heap_len)
+    qn_gauge_set (self->kernel, "timers_armed", (int64_t) (qn_heap_size (&self->heap) + self->ready_len));
+    if (!qn_heap_size (&self->heap))
         return;
-    int64_t at = self->heap [0].due_us - self->offset_us + S_SLACK_US;
+    int64_t at = s_heap_head_us (self) - self->offset_us + S_SLACK_US;
     if (self->wake_timer && self->wake_local_us <= at)
         return;
     if (self->wake_timer)
@@ -260,17 +241,8 @@ s_arm (self_t *self)
 static void
 s_publish_committed (self_t *self, const msgpack_object *tenant, const msgpack_object *queue)
 {
-    msgpack_sbuffer b;
-    msgpack_sbuffer_init (&b);
-    msgpack_packer pk;
-    msgpack_packer_init (&pk, &b, msgpack_sbuffer_write);
-    msgpack_pack_array (&pk, 2);
-    msgpack_pack_str (&pk, tenant->via.str.size);
-    msgpack_pack_str_body (&pk, tenant->via.str.ptr, tenant->via.str.size);
-    msgpack_pack_str (&pk, queue->via.str.size);
-    msgpack_pack_str_body (&pk, queue->via.str.ptr, queue->via.str.size);
-    qn_publish (self->kernel, "committed", QN_MSG_COMMITTED, b.data, b.size);
-    msgpack_sbuffer_destroy (&b);
+    qn_committed_publish (self->kernel, tenant->via.str.ptr, tenant->via.str.size,
+                          queue->via.str.ptr, queue->via.str.size);
 }
 
 static bool
@@ -356,7 +328,7 @@ s_on_fired (void *self_, void *arg, const qn_env_t *env)
     s_flush (self);
     s_arm (self);
     //  A backlog bigger than one load: fetch the next page at once.
-    if (self->load_full && !self->heap_len && !self->ready_len)
+    if (self->load_full && !qn_heap_size (&self->heap) && !self->ready_len)
         s_load (self);
 }
 
@@ -549,7 +521,9 @@ s_destroy (void **self_p)
         return;
     for (int i = 0; i < S_FIRE_IN_FLIGHT; i++)
         free (self->batches [i].ids);
-    free (self->heap);
+    while (qn_heap_size (&self->heap))
+        s_heap_pop (self);
+    qn_heap_free (&self->heap);
     free (self->ready);
     qn_hashmap_destroy (&self->known);
     msgpack_sbuffer_destroy (&self->out);
@@ -565,7 +539,7 @@ static const qn_route_t s_routes [] = {
 };
 
 qn_actor_t *
-qn_timer_wheel_new (qn_kernel_t *kernel, const qn_config_t *config)
+qn_timers_new (qn_kernel_t *kernel, const qn_config_t *config)
 {
     self_t *self = qn_zalloc (sizeof *self);
     self->kernel = kernel;
@@ -573,7 +547,7 @@ qn_timer_wheel_new (qn_kernel_t *kernel, const qn_config_t *config)
     self->known = qn_hashmap_new ();
     msgpack_sbuffer_init (&self->out);
     qn_actor_def_t def = {
-        .name = "timer_wheel", .routes = s_routes, .self = self, .destroy = s_destroy
+        .name = "timers", .routes = s_routes, .self = self, .destroy = s_destroy
     };
     return qn_actor_spawn (kernel, &def);
 }

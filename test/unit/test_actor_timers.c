@@ -1,10 +1,10 @@
-/*  test/unit/test_actor_timer_wheel.c - the timer_wheel actor on real threads
+/*  test/unit/test_actor_timers.c - the timers actor on real threads
     A stand-in "pg_writer" keeps a table of timers in memory and answers
-    the wheel's three statements like schema/030_state.sql does:
+    the actor's three statements like schema/030_state.sql does:
     queen.timer_due (pending timers due within the horizon, with the
     database clock), queen.timer_fire ('fired' if pending and due, 'early'
     with the real due time if pending and not due yet, else 'gone') and
-    the sweep. The tests check when and how the wheel fires: on time, once,
+    the sweep. The tests check when and how the actor fires: on time, once,
     in batches of at most 200 ids, from a load or from a TIMER_ARM alone,
     again after an 'early' answer, and that it publishes "committed".
 */
@@ -22,10 +22,11 @@
 
 #include "actors/pg/statements.h"
 #include "kernel/kernel.h"
+#include "wire/msg_timer_arm.h"
 
 //  Declared here, not through actors.h: its weak declaration would not
 //  pull the actor out of the library.
-qn_actor_t *qn_timer_wheel_new (qn_kernel_t *kernel, const qn_config_t *config);
+qn_actor_t *qn_timers_new (qn_kernel_t *kernel, const qn_config_t *config);
 
 #define MAX_TIMERS 1000
 
@@ -202,15 +203,10 @@ static const qn_route_t s_main_routes [] = {
 static void
 s_arm (qn_kernel_t *k, int64_t id, int64_t due_us)
 {
-    msgpack_sbuffer b;
-    msgpack_sbuffer_init (&b);
-    msgpack_packer pk;
-    msgpack_packer_init (&pk, &b, msgpack_sbuffer_write);
-    msgpack_pack_array (&pk, 2);
-    msgpack_pack_int64 (&pk, id);
-    msgpack_pack_int64 (&pk, due_us);
-    assert_int_equal (qn_send_body (k, "timer_wheel", QN_MSG_TIMER_ARM, 0, b.data, b.size), 0);
-    msgpack_sbuffer_destroy (&b);
+    qn_buf_t b = QN_BUF_INIT;
+    qn_msg_timer_arm_encode (&(qn_msg_timer_arm_t) { .id = id, .due_us = due_us }, &b);
+    assert_int_equal (qn_send_body (k, "timers", QN_MSG_TIMER_ARM, 0, b.data, b.len), 0);
+    qn_buf_free (&b);
 }
 
 //  Polls the main loop until timers [first, first + n) have all fired, or
@@ -232,7 +228,7 @@ s_wait_fired (qn_kernel_t *k, int64_t first, int n, int64_t ms)
 }
 
 static void
-test_wheel (void **state)
+test_timers (void **state)
 {
     (void) state;
     qn_config_t cfg = { .db_statement_timeout_ms = 30000 };
@@ -241,7 +237,7 @@ test_wheel (void **state)
     assert_int_equal (qn_subscribe (k, "committed"), 0);
     qn_actor_def_t def = { .name = "pg_writer", .routes = s_pg_routes, .self = k };
     assert_non_null (qn_actor_spawn (k, &def));
-    assert_non_null (qn_timer_wheel_new (k, &cfg));
+    assert_non_null (qn_timers_new (k, &cfg));
 
     //  Loaded before it is due, fired at its instant (not before), once.
     int64_t due = qn_wall_us () + 900000;
@@ -285,7 +281,7 @@ test_wheel (void **state)
     pthread_mutex_unlock (&s_db.lock);
 
     //  Fired timers wake their queue's long-polls (the replies reach the
-    //  wheel a little after the fake database marked the timers).
+    //  actor a little after the fake database marked the timers).
     int64_t until = qn_now_ms () + 2000;
     while ((!atomic_load (&s_committed) || qn_counter (k, "timers_fired") < 453) && qn_now_ms () < until)
         qn_kernel_poll (k, 5);
@@ -300,7 +296,7 @@ int
 main (void)
 {
     const struct CMUnitTest tests [] = {
-        cmocka_unit_test (test_wheel),
+        cmocka_unit_test (test_timers),
     };
     return cmocka_run_group_tests (tests, NULL, NULL);
 }

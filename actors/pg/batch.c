@@ -1,0 +1,513 @@
+/*  actors/pg/batch.c - the push operation in the write path
+    Every push (QN_MSG_PUSH, from any front door, or a replay from the
+    spool) arrives here and is routed by the pure decision of push_route.h:
+    into PostgreSQL, where concurrent pushes are merged into one queen.push
+    call (typed arrays; a push waits for a batch only while every push lane
+    is busy, so light load gets low latency and heavy load big batches),
+    or to the disk spool with the pusher's reply address, so the spool
+    answers the pusher itself after fdatasync. A push that PostgreSQL could
+    not take for a connection-class reason goes to the spool too: a push
+    is never acknowledged and then lost, nor refused while the spool can
+    take it. A replay is never re-routed.
+    After a commit this file publishes "committed" for every queue that
+    received messages (pushes, replays, transaction bundles).
+    Part of the pg_writer actor (writer_int.h).
+    Receives  QN_MSG_PUSH [tenant, flags, items] (wire/msg_push.h),
+              QN_MSG_SPOOL_DRAINED [appends] from the spool
+    Sends     QN_MSG_PUSH_ANSWER to the pusher, QN_MSG_SPOOL_APPEND to the
+              spool (reply_to: the pusher), "committed" events
+    Owns      the queued push requests (the actor's push queue)
+    Failure   a malformed request is refused (XX000); a spool that cannot
+              be reached refuses the push (58030): the pusher answers 503
+*/
+#include "actors/pg/writer_int.h"
+#include "actors/pg/committed.h"
+#include "wire/ids.h"
+#include "wire/msg_push.h"
+#include "wire/msg_spool.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#define S_DISTINCT_QUEUES 256   //  Queues remembered per batch for "committed"
+
+// ------------------------------------------------------------------ answers
+static void
+s_refuse (qn_pgw_t *self, const char *to, uint64_t corr, const char *sqlstate, const char *message)
+{
+    msgpack_sbuffer_clear (&self->reply);
+    msgpack_packer pk;
+    msgpack_packer_init (&pk, &self->reply, msgpack_sbuffer_write);
+    qn_msg_push_refuse (&pk, sqlstate, message);
+    qn_pgw_send_reply (self, to, corr, QN_MSG_PUSH_ANSWER);
+}
+
+//  Hands r to the spool, which answers r's sender after fdatasync; every
+//  item gets a transaction id (minted when it has none) so a replay
+//  deduplicates. Takes r.
+static void
+s_to_spool (qn_pgw_t *self, qn_pgw_push_t *r)
+{
+    char (*minted) [37] = qn_zalloc (r->count * sizeof *minted);
+    for (uint32_t i = 0; i < r->count; i++)
+        if (r->items [i].via.array.ptr [2].type != MSGPACK_OBJECT_STR)
+            qn_uuid_v7 (minted [i]);
+    msgpack_sbuffer_clear (&self->reply);
+    qn_msg_spool_append_encode (&self->reply, r->tenant, r->tenant_len, r->items, r->count, minted);
+    free (minted);
+    qn_msg_t msg = {
+        .to = "spool", .type = QN_MSG_SPOOL_APPEND, .corr = r->corr, .reply_to = r->reply_to,
+        .body = self->reply.data, .body_len = self->reply.size
+    };
+    int rc = qn_send (self->kernel, &msg);
+    if (rc)
+        s_refuse (self, r->reply_to, r->corr, "58030", rc == QN_ENOENT ? "spool not available"
+                                                                      : "spool is busy");
+    else {
+        qn_push_route_forwarded (&self->route);
+        qn_count (self->kernel, "pg_push_spooled", r->count);
+    }
+    qn_pgw_push_free (r);
+}
+
+//  Queued pushes (not yet sent) go to the spool too, in order, once one
+//  has gone there: no push may overtake one spooled before it. Replays
+//  stay queued.
+static void
+s_divert_queued (qn_pgw_t *self)
+{
+    qn_pgw_push_t *r = self->push_head, *keep = NULL, *keep_tail = NULL;
+    self->push_head = self->push_tail = NULL;
+    while (r) {
+        qn_pgw_push_t *next = r->next;
+        r->next = NULL;
+        if (r->replay) {
+            if (keep_tail)
+                keep_tail->next = r;
+            else
+                keep = r;
+            keep_tail = r;
+        }
+        else
+            s_to_spool (self, r);
+        r = next;
+    }
+    self->push_head = keep;
+    self->push_tail = keep_tail;
+}
+
+//  PostgreSQL could not take r: the spool takes it when it may (not a
+//  replay, a connection-class failure), else it is refused. Takes r.
+//  True when it went to the spool.
+static bool
+s_unavailable (qn_pgw_t *self, qn_pgw_push_t *r, const char *sqlstate, const char *message)
+{
+    if (!r->replay && qn_push_route_unavailable (sqlstate)) {
+        qn_info ("push goes to the spool: sqlstate=%s reason=%s", sqlstate, message);
+        s_to_spool (self, r);
+        return true;
+    }
+    s_refuse (self, r->reply_to, r->corr, sqlstate, message);
+    qn_pgw_push_free (r);
+    return false;
+}
+
+void
+qn_pgw_fail_push (qn_pgw_t *self, qn_pgw_job_t *j, const char *sqlstate, const char *message)
+{
+    qn_pgw_push_t *r = j->reqs;
+    j->reqs = NULL;
+    bool spooled = false;
+    while (r) {
+        qn_pgw_push_t *next = r->next;
+        r->next = NULL;
+        spooled |= s_unavailable (self, r, sqlstate, message);
+        r = next;
+    }
+    if (spooled)
+        s_divert_queued (self);
+    qn_pgw_job_free (j);
+}
+
+void
+qn_pgw_fail_queued_pushes (qn_pgw_t *self, const char *sqlstate, const char *message, bool may_spool)
+{
+    qn_pgw_push_t *r = self->push_head;
+    self->push_head = self->push_tail = NULL;
+    while (r) {
+        qn_pgw_push_t *next = r->next;
+        r->next = NULL;
+        if (may_spool)
+            s_unavailable (self, r, sqlstate, message);
+        else {
+            s_refuse (self, r->reply_to, r->corr, sqlstate, message);
+            qn_pgw_push_free (r);
+        }
+        r = next;
+    }
+}
+
+// ------------------------------------------------------------------ receiving
+int
+qn_pgw_on_push (void *self_, const qn_env_t *env)
+{
+    qn_pgw_t *self = self_;
+    qn_pgw_push_t *r = qn_zalloc (sizeof *r);
+    memcpy (r->reply_to, env->reply_to.ptr, env->reply_to.len);
+    r->corr = env->corr;
+    msgpack_unpacked_init (&r->msg);
+    //  msgpack_unpack_next references strings in place, and the envelope
+    //  is only borrowed: a request that waits in the queue needs its copy.
+    r->body = qn_malloc (env->body.len ? env->body.len : 1);
+    r->body_len = env->body.len;
+    memcpy (r->body, env->body.ptr, env->body.len);
+    qn_msg_push_t m;
+    if (qn_msg_push_decode (r->body, r->body_len, &r->msg, &m) || !m.count || !self->is_writer) {
+        s_refuse (self, r->reply_to, r->corr, "XX000", self->is_writer ? "malformed push request"
+                                                                      : "pushes go to pg_writer");
+        qn_pgw_push_free (r);
+        return 0;
+    }
+    r->tenant = m.tenant;
+    r->tenant_len = m.tenant_len;
+    r->items = m.items;
+    r->count = m.count;
+    r->replay = m.replay;
+    qn_push_route_to_t to = qn_push_route_push (&self->route, r->replay);
+    if (to == QN_PUSH_TO_WAIT) {
+        s_refuse (self, r->reply_to, r->corr, "57P03",
+                  self->route.push_maint ? "push maintenance: replay waits"
+                                         : "maintenance flags not read yet: replay waits");
+        qn_pgw_push_free (r);
+        return 0;
+    }
+    if (to == QN_PUSH_TO_SPOOL) {
+        s_divert_queued (self);
+        s_to_spool (self, r);
+        return 0;
+    }
+    if (!qn_pgw_any_usable (self)) {
+        if (s_unavailable (self, r, "08006", "database unavailable"))
+            s_divert_queued (self);
+        return 0;
+    }
+    if (self->push_tail)
+        self->push_tail->next = r;
+    else
+        self->push_head = r;
+    self->push_tail = r;
+    qn_pgw_pump (self);
+    return 0;
+}
+
+int
+qn_pgw_on_drained (void *self_, const qn_env_t *env)
+{
+    qn_pgw_t *self = self_;
+    uint64_t appends;
+    if (qn_msg_spool_drained_decode (env->body.ptr, env->body.len, &appends))
+        return QN_EPROTO;
+    bool was = self->route.spool_mode;
+    qn_push_route_drained (&self->route, appends);
+    if (was && !self->route.spool_mode)
+        qn_info ("spool drained, pushes go to the database again: forwarded=%llu",
+                 (unsigned long long) self->route.forwarded);
+    return 0;
+}
+
+// ------------------------------------------------------------------ batching
+//  Cheap 64-bit key of (queue, partition) for counting distinct partitions.
+static uint64_t
+s_part_key (const msgpack_object *item)
+{
+    uint64_t h = 1469598103934665603ULL;
+    for (int f = 0; f < 2; f++) {
+        const msgpack_object *s = &item->via.array.ptr [f];
+        if (s->type != MSGPACK_OBJECT_STR)
+            continue;
+        for (uint32_t i = 0; i < s->via.str.size; i++)
+            h = (h ^ (uint8_t) s->via.str.ptr [i]) * 1099511628211ULL;
+        h = (h ^ 0xff) * 1099511628211ULL;
+    }
+    return h ? h : 1;
+}
+
+//  Takes queued push requests into one batch: same tenant, at most
+//  PUSH_MAX_BATCH items and 256 distinct partitions (a single request may
+//  exceed both: it stays whole, so a push is atomic).
+qn_pgw_job_t *
+qn_pgw_build_push_batch (qn_pgw_t *self)
+{
+    qn_pgw_job_t *j = qn_zalloc (sizeof *j);
+    j->kind = J_PUSH;
+    j->stmt_id = QN_SQL_PUSH_AT;
+    qn_pgw_push_t *last = NULL;
+    uint32_t parts = 0;
+    uint64_t seen [QN_PGW_PUSH_MAX_PARTS];
+    while (self->push_head) {
+        qn_pgw_push_t *r = self->push_head;
+        if (last && (last->solo || r->solo
+                || r->tenant_len != j->reqs->tenant_len
+                || (r->tenant_len && memcmp (r->tenant, j->reqs->tenant, r->tenant_len))
+                || j->item_count + r->count > (uint32_t) self->config->push_max_batch))
+            break;
+        //  Count the partitions this request adds.
+        uint32_t added = 0;
+        uint64_t fresh [QN_PGW_PUSH_MAX_PARTS];
+        bool over = false;
+        for (uint32_t i = 0; i < r->count && !over; i++) {
+            uint64_t k = s_part_key (&r->items [i]);
+            bool known = false;
+            for (uint32_t p = 0; p < parts && !known; p++)
+                known = seen [p] == k;
+            for (uint32_t p = 0; p < added && !known; p++)
+                known = fresh [p] == k;
+            if (!known) {
+                if (parts + added == QN_PGW_PUSH_MAX_PARTS)
+                    over = true;
+                else
+                    fresh [added++] = k;
+            }
+        }
+        if (over && last)
+            break;
+        memcpy (seen + parts, fresh, added * sizeof *fresh);
+        parts += added;
+        self->push_head = r->next;
+        if (!self->push_head)
+            self->push_tail = NULL;
+        r->next = NULL;
+        r->first_ord = j->item_count;
+        j->item_count += r->count;
+        if (last)
+            last->next = r;
+        else
+            j->reqs = r;
+        last = r;
+        if (over)
+            break;
+    }
+    //  Parameters: tenant, queues, partitions, txn ids, payloads, trace
+    //  ids, producers, encrypted flags, strict.
+    static const uint32_t elems [7] = {
+        QN_OID_TEXT, QN_OID_TEXT, QN_OID_TEXT, QN_OID_BYTEA, QN_OID_UUID, QN_OID_TEXT, QN_OID_BOOL
+    };
+    j->nparams = 9;
+    j->offsets [0] = 0;
+    qn_buf_append (&j->params, j->reqs->tenant, j->reqs->tenant_len);
+    j->lengths [0] = (int) j->reqs->tenant_len;
+    j->formats [0] = 1;
+    char err [160];
+    for (int f = 0; f < 7; f++) {
+        qn_pg_array_t a;
+        size_t at = j->params.len;
+        qn_pg_array_begin (&a, &j->params, elems [f]);
+        for (qn_pgw_push_t *r = j->reqs; r; r = r->next)
+            for (uint32_t i = 0; i < r->count; i++) {
+                const msgpack_object *item = &r->items [i];
+                const msgpack_object *v = item->type == MSGPACK_OBJECT_ARRAY
+                                       && item->via.array.size > (uint32_t) f
+                                        ? &item->via.array.ptr [f] : NULL;
+                if (qn_pg_array_add (&a, v, err, sizeof err)) {
+                    //  The codec validated every item: this is a bug.
+                    qn_error ("push item does not encode: field=%d reason=%s", f, err);
+                    qn_pg_array_add (&a, NULL, err, sizeof err);
+                }
+            }
+        qn_pg_array_end (&a);
+        j->offsets [f + 1] = at;
+        j->lengths [f + 1] = (int) (j->params.len - at);
+        j->formats [f + 1] = 1;
+    }
+    j->offsets [8] = j->params.len;
+    qn_buf_putc (&j->params, 0);
+    j->lengths [8] = 1;
+    j->formats [8] = 1;
+    //  Per-message not-before instants (item field 7, us since the epoch),
+    //  or NULL for the whole batch when no item is delayed.
+    j->nparams = 10;
+    bool delayed = false;
+    for (qn_pgw_push_t *r = j->reqs; r && !delayed; r = r->next)
+        for (uint32_t i = 0; i < r->count && !delayed; i++)
+            delayed = r->items [i].type == MSGPACK_OBJECT_ARRAY
+                   && r->items [i].via.array.size > 7;
+    j->offsets [9] = j->params.len;
+    j->nulls [9] = !delayed;
+    j->formats [9] = 1;
+    if (delayed) {
+        qn_pg_array_t a;
+        qn_pg_array_begin (&a, &j->params, QN_OID_INT8);
+        for (qn_pgw_push_t *r = j->reqs; r; r = r->next)
+            for (uint32_t i = 0; i < r->count; i++) {
+                const msgpack_object *item = &r->items [i];
+                const msgpack_object *nb = item->type == MSGPACK_OBJECT_ARRAY
+                                        && item->via.array.size > 7 ? &item->via.array.ptr [7] : NULL;
+                if (qn_pg_array_add (&a, nb, err, sizeof err))
+                    qn_pg_array_add (&a, NULL, err, sizeof err);
+            }
+        qn_pg_array_end (&a);
+    }
+    j->lengths [9] = (int) (j->params.len - j->offsets [9]);
+    return j;
+}
+
+// ------------------------------------------------------------------ results
+//  A binary integer column (int2, int4, int8), 0 when NULL or other.
+static int64_t
+s_col_int (PGresult *res, int r, int c)
+{
+    if (c >= PQnfields (res) || PQgetisnull (res, r, c))
+        return 0;
+    const uint8_t *v = (const uint8_t *) PQgetvalue (res, r, c);
+    int len = PQgetlength (res, r, c);
+    uint64_t u = 0;
+    for (int i = 0; i < len && i < 8; i++)
+        u = u << 8 | v [i];
+    if (len == 4)
+        return (int32_t) (uint32_t) u;
+    if (len == 2)
+        return (int16_t) (uint16_t) u;
+    return (int64_t) u;
+}
+
+static bool
+s_col_true (PGresult *res, int r, int c)
+{
+    return c < PQnfields (res) && !PQgetisnull (res, r, c) && PQgetlength (res, r, c) == 1
+        && PQgetvalue (res, r, c) [0] == 1;
+}
+
+typedef struct {
+    const char *ptr [S_DISTINCT_QUEUES];
+    size_t len [S_DISTINCT_QUEUES];
+    uint32_t count;
+} s_queues_t;
+
+//  Publishes "committed" for (tenant, queue) unless already done for
+//  this result.
+static void
+s_committed_once (qn_pgw_t *self, s_queues_t *seen, const char *tenant, size_t tenant_len,
+                  const char *queue, size_t queue_len)
+{
+    for (uint32_t i = 0; i < seen->count; i++)
+        if (seen->len [i] == queue_len && !memcmp (seen->ptr [i], queue, queue_len))
+            return;
+    if (seen->count < S_DISTINCT_QUEUES) {
+        seen->ptr [seen->count] = queue;
+        seen->len [seen->count++] = queue_len;
+    }
+    qn_committed_publish (self->kernel, tenant, tenant_len, queue, queue_len);
+}
+
+//  Answers r from rows [first, last) of res (one per item, in order) and
+//  wakes the queues it wrote to.
+static void
+s_answer (qn_pgw_t *self, qn_pgw_push_t *r, PGresult *res, int first, int last, s_queues_t *seen)
+{
+    msgpack_sbuffer_clear (&self->reply);
+    msgpack_packer pk;
+    msgpack_packer_init (&pk, &self->reply, msgpack_sbuffer_write);
+    qn_msg_push_answer_begin (&pk, (uint32_t) (last - first));
+    for (int row = first; row < last; row++) {
+        qn_msg_push_result_t it = {
+            .status = s_col_true (res, row, 4) ? QN_PUSH_DUPLICATE : QN_PUSH_QUEUED,
+            .seq = s_col_int (res, row, 1),
+            .partition_id = s_col_int (res, row, 2)
+        };
+        qn_msg_push_result (&pk, &it);
+    }
+    qn_pgw_send_reply (self, r->reply_to, r->corr, QN_MSG_PUSH_ANSWER);
+    for (int row = first; row < last; row++) {
+        const msgpack_object *q = &r->items [row - first].via.array.ptr [0];
+        if (!s_col_true (res, row, 4))
+            s_committed_once (self, seen, r->tenant, r->tenant_len, q->via.str.ptr, q->via.str.size);
+    }
+}
+
+
+void
+qn_pgw_finish_push (qn_pgw_t *self, qn_pgw_job_t *j, qn_pgw_conn_t *c)
+{
+    self->push_in_flight--;
+    if (c->error) {
+        //  A merged batch fails only for systemic reasons when the codec
+        //  validated every item; still, never let one request's data fail
+        //  another's: rerun each request alone. Deadlocks and
+        //  serialisation failures rerun as they were.
+        bool transient = !strncmp (c->sqlstate, "40", 2);
+        bool systemic = !strncmp (c->sqlstate, "08", 2) || !strncmp (c->sqlstate, "57", 2)
+                     || !strncmp (c->sqlstate, "53", 2);
+        bool many = j->reqs && j->reqs->next;
+        if (!systemic && (transient || many)) {
+            qn_pgw_push_t *r = j->reqs, *back = NULL, *back_tail = NULL;
+            j->reqs = NULL;
+            while (r) {
+                qn_pgw_push_t *next = r->next;
+                r->next = NULL;
+                if (++r->retries > 3) {
+                    s_refuse (self, r->reply_to, r->corr, c->sqlstate, c->error);
+                    qn_pgw_push_free (r);
+                }
+                else {
+                    r->solo = many;
+                    if (back_tail)
+                        back_tail->next = r;
+                    else
+                        back = r;
+                    back_tail = r;
+                }
+                r = next;
+            }
+            if (back) {
+                back_tail->next = self->push_head;
+                self->push_head = back;
+                if (!self->push_tail)
+                    self->push_tail = back_tail;
+            }
+            qn_pgw_job_free (j);
+            return;
+        }
+        qn_pgw_fail_push (self, j, c->sqlstate, c->error);
+        return;
+    }
+    //  Rows come back in ord order, one per item: split them by request.
+    PGresult *res = c->result;
+    int rows = res ? PQntuples (res) : 0;
+    s_queues_t seen = { .count = 0 };
+    for (qn_pgw_push_t *r = j->reqs; r; r = r->next) {
+        int first = (int) r->first_ord;
+        int last = first + (int) r->count;
+        if (last > rows)
+            last = rows;
+        if (first > last)
+            first = last;
+        s_answer (self, r, res, first, last, &seen);
+    }
+    qn_count (self->kernel, "pg_push_batches", 1);
+    qn_count (self->kernel, "pg_push_items", j->item_count);
+    qn_pgw_job_free (j);
+}
+
+// ------------------------------------------------------------------ other commits
+void
+qn_pgw_exec_committed (qn_pgw_t *self, const qn_pgw_job_t *j, PGresult *res)
+{
+    const qn_sql_stmt_t *stmt = qn_sql_stmt (j->stmt_id);
+    if (!stmt || !stmt->wake_queue_col || !self->is_writer || j->nparams < 1 || j->nulls [0])
+        return;
+    //  The tenant is parameter 1 (text, as its bytes).
+    const char *tenant = j->params.data + j->offsets [0];
+    size_t tenant_len = (size_t) j->lengths [0];
+    s_queues_t seen = { .count = 0 };
+    int kc = stmt->wake_kind_col - 1, qc = stmt->wake_queue_col - 1;
+    for (int r = 0; r < PQntuples (res); r++) {
+        int klen = 0, qlen = 0;
+        const char *kind = kc >= 0 ? qn_pgw_col_text (res, r, kc, &klen) : "push";
+        const char *queue = qn_pgw_col_text (res, r, qc, &qlen);
+        if (kc >= 0 && kind && !((klen == 4 && !memcmp (kind, "push", 4))
+                              || (klen == 3 && !memcmp (kind, "ack", 3))))
+            continue;
+        if (kind && queue)
+            s_committed_once (self, &seen, tenant, tenant_len, queue, (size_t) qlen);
+    }
+}

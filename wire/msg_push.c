@@ -1,0 +1,193 @@
+/*  wire/msg_push.c - the push request and its per-item answer
+    See wire/msg_push.h. Pure.
+*/
+#include "wire/msg_push.h"
+#include "wire/mpack_guard.h"
+
+#include <string.h>
+
+static bool
+s_is (const msgpack_object *o, msgpack_object_type t)
+{
+    return o->type == t;
+}
+
+static bool
+s_str_or_nil (const msgpack_object *o)
+{
+    return s_is (o, MSGPACK_OBJECT_STR) || s_is (o, MSGPACK_OBJECT_NIL);
+}
+
+static void
+s_pack_strn (msgpack_packer *pk, const char *s, size_t len)
+{
+    msgpack_pack_str (pk, len);
+    msgpack_pack_str_body (pk, s, len);
+}
+
+bool
+qn_msg_push_item_ok (const msgpack_object *item)
+{
+    uint32_t n = s_is (item, MSGPACK_OBJECT_ARRAY) ? item->via.array.size : 0;
+    if (n != 7 && n != 8)
+        return false;
+    const msgpack_object *f = item->via.array.ptr;
+    //  Field 7, when present: the not-before instant (us since the epoch).
+    if (n == 8 && !s_is (&f [7], MSGPACK_OBJECT_POSITIVE_INTEGER)
+    &&  !s_is (&f [7], MSGPACK_OBJECT_NEGATIVE_INTEGER) && !s_is (&f [7], MSGPACK_OBJECT_NIL))
+        return false;
+    return s_is (&f [0], MSGPACK_OBJECT_STR)
+        && s_str_or_nil (&f [1]) && s_str_or_nil (&f [2])
+        && (s_is (&f [3], MSGPACK_OBJECT_BIN) || s_is (&f [3], MSGPACK_OBJECT_STR))
+        && s_str_or_nil (&f [4]) && s_str_or_nil (&f [5])
+        && (s_is (&f [6], MSGPACK_OBJECT_BOOLEAN) || s_is (&f [6], MSGPACK_OBJECT_NIL));
+}
+
+void
+qn_msg_push_begin (msgpack_packer *pk, const char *tenant, size_t tenant_len, bool replay,
+                   uint32_t count)
+{
+    msgpack_pack_array (pk, 3);
+    s_pack_strn (pk, tenant, tenant_len);
+    msgpack_pack_uint32 (pk, replay ? QN_MSG_PUSH_REPLAY : 0);
+    msgpack_pack_array (pk, count);
+}
+
+void
+qn_msg_push_item_copy (msgpack_packer *pk, const msgpack_object *item, const char *txn)
+{
+    if (!txn || !s_is (item, MSGPACK_OBJECT_ARRAY) || item->via.array.size < 3) {
+        msgpack_pack_object (pk, *item);
+        return;
+    }
+    msgpack_pack_array (pk, item->via.array.size);
+    for (uint32_t f = 0; f < item->via.array.size; f++)
+        if (f == 2)
+            s_pack_strn (pk, txn, strlen (txn));
+        else
+            msgpack_pack_object (pk, item->via.array.ptr [f]);
+}
+
+int
+qn_msg_push_decode (const char *buf, size_t len, msgpack_unpacked *holder, qn_msg_push_t *out)
+{
+    size_t off = 0;
+    const msgpack_object *o = &holder->data;
+    memset (out, 0, sizeof *out);
+    if (qn_msgpack_check (buf, len) != (int64_t) len
+    ||  msgpack_unpack_next (holder, buf, len, &off) != MSGPACK_UNPACK_SUCCESS || off != len
+    ||  !s_is (o, MSGPACK_OBJECT_ARRAY) || o->via.array.size != 3)
+        return -1;
+    const msgpack_object *f = o->via.array.ptr;
+    if (!s_is (&f [0], MSGPACK_OBJECT_STR) || !s_is (&f [1], MSGPACK_OBJECT_POSITIVE_INTEGER)
+    ||  !s_is (&f [2], MSGPACK_OBJECT_ARRAY))
+        return -1;
+    for (uint32_t i = 0; i < f [2].via.array.size; i++)
+        if (!qn_msg_push_item_ok (&f [2].via.array.ptr [i]))
+            return -1;
+    out->tenant = f [0].via.str.ptr;
+    out->tenant_len = f [0].via.str.size;
+    out->replay = (f [1].via.u64 & QN_MSG_PUSH_REPLAY) != 0;
+    out->items = f [2].via.array.ptr;
+    out->count = f [2].via.array.size;
+    return 0;
+}
+
+void
+qn_msg_push_refuse (msgpack_packer *pk, const char *sqlstate, const char *message)
+{
+    msgpack_pack_array (pk, 4);
+    msgpack_pack_false (pk);
+    s_pack_strn (pk, sqlstate, strnlen (sqlstate, 5));
+    s_pack_strn (pk, message, strlen (message));
+    msgpack_pack_array (pk, 0);
+}
+
+void
+qn_msg_push_answer_begin (msgpack_packer *pk, uint32_t count)
+{
+    msgpack_pack_array (pk, 4);
+    msgpack_pack_true (pk);
+    s_pack_strn (pk, "00000", 5);
+    s_pack_strn (pk, "", 0);
+    msgpack_pack_array (pk, count);
+}
+
+void
+qn_msg_push_result (msgpack_packer *pk, const qn_msg_push_result_t *r)
+{
+    msgpack_pack_array (pk, 4);
+    msgpack_pack_uint8 (pk, r->status);
+    msgpack_pack_int64 (pk, r->seq);
+    msgpack_pack_int64 (pk, r->partition_id);
+    if (r->txn)
+        s_pack_strn (pk, r->txn, r->txn_len);
+    else
+        msgpack_pack_nil (pk);
+}
+
+int
+qn_msg_push_answer_decode (const char *buf, size_t len, msgpack_unpacked *holder,
+                           qn_msg_push_answer_t *out)
+{
+    size_t off = 0;
+    const msgpack_object *o = &holder->data;
+    memset (out, 0, sizeof *out);
+    if (qn_msgpack_check (buf, len) != (int64_t) len
+    ||  msgpack_unpack_next (holder, buf, len, &off) != MSGPACK_UNPACK_SUCCESS || off != len
+    ||  !s_is (o, MSGPACK_OBJECT_ARRAY) || o->via.array.size != 4)
+        return -1;
+    const msgpack_object *f = o->via.array.ptr;
+    if (!s_is (&f [0], MSGPACK_OBJECT_BOOLEAN) || !s_is (&f [1], MSGPACK_OBJECT_STR)
+    ||  f [1].via.str.size > 5 || !s_is (&f [2], MSGPACK_OBJECT_STR)
+    ||  !s_is (&f [3], MSGPACK_OBJECT_ARRAY))
+        return -1;
+    out->ok = f [0].via.boolean;
+    memcpy (out->sqlstate, f [1].via.str.ptr, f [1].via.str.size);
+    out->sqlstate [f [1].via.str.size] = 0;
+    out->message = f [2].via.str.ptr;
+    out->message_len = f [2].via.str.size;
+    out->results = f [3].via.array.ptr;
+    out->count = f [3].via.array.size;
+    for (uint32_t i = 0; i < out->count; i++) {
+        qn_msg_push_result_t r;
+        if (qn_msg_push_answer_at (out, i, &r))
+            return -1;
+    }
+    return 0;
+}
+
+static bool
+s_int (const msgpack_object *o, int64_t *v)
+{
+    if (s_is (o, MSGPACK_OBJECT_POSITIVE_INTEGER) && o->via.u64 <= INT64_MAX)
+        *v = (int64_t) o->via.u64;
+    else
+    if (s_is (o, MSGPACK_OBJECT_NEGATIVE_INTEGER))
+        *v = o->via.i64;
+    else
+        return false;
+    return true;
+}
+
+int
+qn_msg_push_answer_at (const qn_msg_push_answer_t *a, uint32_t i, qn_msg_push_result_t *out)
+{
+    memset (out, 0, sizeof *out);
+    if (i >= a->count)
+        return -1;
+    const msgpack_object *r = &a->results [i];
+    if (!s_is (r, MSGPACK_OBJECT_ARRAY) || r->via.array.size != 4)
+        return -1;
+    const msgpack_object *f = r->via.array.ptr;
+    if (!s_is (&f [0], MSGPACK_OBJECT_POSITIVE_INTEGER) || f [0].via.u64 > QN_PUSH_BUFFERED
+    ||  !s_int (&f [1], &out->seq) || !s_int (&f [2], &out->partition_id)
+    ||  !s_str_or_nil (&f [3]))
+        return -1;
+    out->status = (uint8_t) f [0].via.u64;
+    if (s_is (&f [3], MSGPACK_OBJECT_STR)) {
+        out->txn = f [3].via.str.ptr;
+        out->txn_len = f [3].via.str.size;
+    }
+    return 0;
+}
