@@ -136,6 +136,13 @@ s_exec_head (msgpack_packer *pk, uint32_t stmt_id, const char *sql)
 }
 
 void
+qn_msg_pg_exec_begin (msgpack_packer *pk, uint32_t stmt_id, const char *sql, uint32_t nparams)
+{
+    s_exec_head (pk, stmt_id, sql);
+    msgpack_pack_array (pk, nparams);
+}
+
+void
 qn_msg_pg_exec_encode (msgpack_sbuffer *out, uint32_t stmt_id, const char *sql,
                        const qn_pg_args_t *args)
 {

@@ -64,6 +64,10 @@ typedef struct {
 //  Appends the body to out (sql NULL packs nil).
 void qn_msg_pg_exec_encode (msgpack_sbuffer *out, uint32_t stmt_id, const char *sql,
                             const qn_pg_args_t *args);
+//  Packs the head of a body, up to the parameter array's header: the
+//  caller then packs exactly nparams values with pk (actors that pack
+//  their parameters straight into a reusable buffer).
+void qn_msg_pg_exec_begin (msgpack_packer *pk, uint32_t stmt_id, const char *sql, uint32_t nparams);
 //  The same with the parameters already packed as one msgpack array.
 void qn_msg_pg_exec_encode_packed (msgpack_sbuffer *out, uint32_t stmt_id, const char *sql,
                                    const char *params, size_t params_len);
