@@ -72,6 +72,13 @@ test_exec_round_trip (void **state)
     qn_msg_pg_exec_encode_packed (&again, 17, "SELECT 1", packed.data, packed.size);
     assert_int_equal (again.size, b.size);
     assert_memory_equal (again.data, b.data, b.size);
+    //  And begun, then the values packed by the caller: the same bytes.
+    msgpack_sbuffer_clear (&again);
+    msgpack_packer_init (&pk, &again, msgpack_sbuffer_write);
+    qn_msg_pg_exec_begin (&pk, 17, "SELECT 1", args.count);
+    msgpack_sbuffer_write (&again, args.elems.data, args.elems.size);
+    assert_int_equal (again.size, b.size);
+    assert_memory_equal (again.data, b.data, b.size);
     //  Reuse: cleared, no parameters, no sql.
     qn_pg_args_clear (&args);
     msgpack_sbuffer_clear (&b);
