@@ -17,11 +17,9 @@
 #include <string.h>
 
 #include "actors/park/lease_manager_table.h"
+#include "actors/actors.h"
 #include "kernel/kernel.h"
 
-//  Declared here, not through actors.h: its weak declaration would not
-//  pull the actor out of the library.
-qn_actor_t *qn_lease_manager_new (qn_kernel_t *kernel, const qn_config_t *config);
 
 #define HORIZON_US (60 * 1000000LL)
 #define SCOUT_TTL  5000
