@@ -68,7 +68,7 @@ function pipelined (port, count, idleMs) {
     });
 }
 
-async function run (conns, perConn, env) {
+async function run (conns, perConn, env, mustHold) {
     const broker = await startBroker({ env });
     try {
         const started = Date.now();
@@ -93,17 +93,29 @@ async function run (conns, perConn, env) {
         //  The broker is still answering.
         const again = await pipelined(broker.port, 3, 10000);
         assert.deepEqual(again, [200, 404, 204]);
-        //  And the load did meet the acceptor's high-water mark: responses
-        //  were held and sent later, so the test exercised that path.
-        const prom = await (await fetch(`${broker.url}/metrics/prometheus`)).text();
-        const held = /^queen_http_responses_held (\d+)$/m.exec(prom);
-        assert.ok(held && Number(held[1]) > 0, `no response was held:\n${prom}`);
+        if (mustHold) {
+            //  The load met the acceptor's high-water mark: responses were
+            //  held and sent later, so the test exercised that path.
+            const prom = await (await fetch(`${broker.url}/metrics/prometheus`)).text();
+            const held = /^queen_http_responses_held (\d+)$/m.exec(prom);
+            assert.ok(held && Number(held[1]) > 0, `no response was held:\n${prom}`);
+        }
     } finally {
         await broker.stop();
     }
 }
 
+//  Queues of 16 messages: whatever the relative speed of codec and
+//  acceptor (an ASan build slows the codec more), the codec meets the
+//  acceptor's mark, so responses must be held and sent later.
+test('50 connections x 200 pipelined requests, small actor queues: responses held, all answered in order',
+     { timeout: 240000 }, async () => {
+    await run(50, 200, { ACTOR_QUEUE_HWM: '16' }, true);
+});
+
+//  The default queues (the main before issue 10 lost about a third of these
+//  answers; whether any is held depends on the machine's speed).
 test('400 connections x 200 pipelined requests: all answered in order, none dropped',
      { timeout: 240000 }, async () => {
-    await run(400, 200, {});
+    await run(400, 200, {}, false);
 });
