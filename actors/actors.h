@@ -4,13 +4,14 @@
     Message bodies between actors are msgpack arrays, documented here once:
 
     pg_writer / pg_reader
-      QN_MSG_PG_EXEC     [stmt_id, sql|nil, [params...]]
-                         stmt_id from actors/pg/statements.h; 0 runs `sql` (a
-                         whitelisted call built by the codec, never client
-                         text) with text-format parameters.
+      QN_MSG_PG_EXEC     [stmt_id, sql|nil, [params...]]  wire/msg_pg.h
+                         (encode with qn_msg_pg_exec_encode and a
+                         qn_pg_args_t; decode with qn_msg_pg_exec_decode)
       reply QN_MSG_PG_RESULT [ok, sqlstate, message, detail, [[col...]...]]
-                         timestamps as int64 us since the Unix epoch, uuid
-                         as canonical strings, bytea as bin.
+                         wire/msg_pg.h: decoded once, by qn_pg_result_decode,
+                         into qn_pg_result_t. Timestamps as int64 us since
+                         the Unix epoch, uuid as canonical strings, bytea as
+                         bin.
       event "db"         QN_MSG_DB_HEALTH [up]
 
     the write path (pg_writer; wire/msg_push.h, msg_spool.h, msg_maint.h)
@@ -31,19 +32,21 @@
     long-poll: parked pops live in the codec's own park table
     (actors/park/park.h, no messages); it wakes them on "committed".
 
-    codec_http <-> jwks (access control, actors/http/auth.c)
+    codec_http <-> jwks (access control, actors/http/auth.c): wire/msg_jwks.h
       event "jwks"       QN_MSG_JWKS_KEYS [generation, jwks json (bin)]
-                         a fetched JWKS with at least one usable key
-      QN_MSG_JWKS_REFRESH []                a token named an unknown key
+      QN_MSG_JWKS_REFRESH []
 
-    acceptor <-> codec_http
+    codec_http -> timers: wire/msg_timer_arm.h
+      QN_MSG_TIMER_ARM   [id, due_us]
+
+    acceptor <-> codec_http: wire/msg_http.h
       QN_MSG_HTTP_REQUEST  [conn_id, seq, method, target, keep_alive,
                            [[name, value]...]] + frame: request body
-      QN_MSG_HTTP_RESPONSE [conn_id, seq, close] + frame: the serialised
-                           HTTP response
-      QN_MSG_HTTP_CLOSED   [conn_id]       the client went away
-      QN_MSG_HTTP_DRAINED  []              acceptor stopping: answer parked
-                                           requests now
+      QN_MSG_HTTP_RESPONSE [conn_id, seq, close] + frame: the response;
+                           at the acceptor's high-water mark the codec holds
+                           responses and sends them in order on writable
+      QN_MSG_HTTP_CLOSED   [conn_id]
+      QN_MSG_HTTP_DRAINED  []              stopping: the codec answers parked pops
 */
 #ifndef QN_ACTORS_ACTORS_H
 #define QN_ACTORS_ACTORS_H
@@ -59,17 +62,13 @@ qn_actor_t *qn_acceptor_new (qn_kernel_t *kernel, const qn_config_t *config);
 //  HTTP routing and the JSON API.
 qn_actor_t *qn_codec_http_new (qn_kernel_t *kernel, const qn_config_t *config);
 //  Periodic retention, eviction and segment maintenance.
-qn_actor_t *qn_retention_new (qn_kernel_t *kernel, const qn_config_t *config)
-    __attribute__ ((weak));
+qn_actor_t *qn_retention_new (qn_kernel_t *kernel, const qn_config_t *config);
 //  Timers (fires due timers into their queues) and the kv/timer sweeps.
-qn_actor_t *qn_timers_new (qn_kernel_t *kernel, const qn_config_t *config)
-    __attribute__ ((weak));
+qn_actor_t *qn_timers_new (qn_kernel_t *kernel, const qn_config_t *config);
 //  Disk spool for pushes while PostgreSQL is unreachable.
-qn_actor_t *qn_spool_new (qn_kernel_t *kernel, const qn_config_t *config)
-    __attribute__ ((weak));
+qn_actor_t *qn_spool_new (qn_kernel_t *kernel, const qn_config_t *config);
 //  Background JWKS fetcher (JWT_JWKS_URL); idle without it.
-qn_actor_t *qn_jwks_new (qn_kernel_t *kernel, const qn_config_t *config)
-    __attribute__ ((weak));
+qn_actor_t *qn_jwks_new (qn_kernel_t *kernel, const qn_config_t *config);
 
 //  libpq connection keywords/values for config (static storage inside
 //  `store`); used by pg_writer and by main's boot connection.

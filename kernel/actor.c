@@ -118,7 +118,7 @@ s_out (qn_actor_t *a, const char *to)
     if (a->out_count == QK_MAX_OUT || strlen (to) > QN_ENV_MAX_NAME)
         return NULL;
     void *s = zmq_socket (a->kernel->zctx, ZMQ_PUSH);
-    int hwm = QK_DEFAULT_HWM, linger = 0;
+    int hwm = QK_QUEUE_HWM (a->kernel), linger = 0;
     zmq_setsockopt (s, ZMQ_SNDHWM, &hwm, sizeof hwm);
     zmq_setsockopt (s, ZMQ_LINGER, &linger, sizeof linger);
     char endpoint [128];

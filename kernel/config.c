@@ -36,6 +36,7 @@ static const s_setting_t s_settings [] = {
     { "IDLE_TIMEOUT_MS", S_INT, F (idle_timeout_ms), "60000", 100, 3600000, "close keep-alive connections idle this long" },
     { "REQUEST_TIMEOUT_MS", S_INT, F (request_timeout_ms), "30000", 100, 3600000, "a request must arrive completely within this (408)" },
     { "SHUTDOWN_TIMEOUT_MS", S_INT, F (shutdown_timeout_ms), "10000", 0, 600000, "on SIGTERM, time to drain in-flight requests" },
+    { "ACTOR_QUEUE_HWM", S_INT, F (actor_queue_hwm), "10000", 16, 1000000, "messages between two actors before the sender is told to wait (tests lower it)" },
     { "PG_HOST", S_STR, F (pg_host), "", 0, 0, "PostgreSQL host; unset with `make run` starts a private cluster" },
     { "PG_PORT", S_INT, F (pg_port), "5432", 1, 65535, "PostgreSQL port" },
     { "PG_USER", S_STR, F (pg_user), "postgres", 0, 0, "PostgreSQL user" },

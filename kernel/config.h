@@ -21,6 +21,7 @@ typedef struct {
     int64_t idle_timeout_ms;
     int64_t request_timeout_ms;
     int64_t shutdown_timeout_ms;
+    int64_t actor_queue_hwm;    //  Messages an actor queue holds (0: the default)
     //  PostgreSQL
     char *pg_host;
     int64_t pg_port;

@@ -30,6 +30,12 @@
 #define QK_MAX_OUT       32
 #define QK_DEFAULT_HWM   10000
 
+//  The high-water mark of actor queues: ACTOR_QUEUE_HWM, or the default
+//  for a config that does not set it (unit tests).
+#define QK_QUEUE_HWM(kernel) \
+    ((kernel)->config && (kernel)->config->actor_queue_hwm > 0 \
+     ? (int) (kernel)->config->actor_queue_hwm : QK_DEFAULT_HWM)
+
 //  What an epoll event's data.u64 names (kind in the high 32 bits).
 enum { QK_EV_FD = 0, QK_EV_INBOUND = 1, QK_EV_SUB = 2, QK_EV_OUT = 3, QK_EV_WAKE = 4 };
 

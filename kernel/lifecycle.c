@@ -85,7 +85,7 @@ s_actor_new (qn_kernel_t *self, const qn_actor_def_t *def)
     a->pending = qn_hashmap_new ();
     sem_init (&a->ready, 0, 0);
     a->inbound = zmq_socket (self->zctx, ZMQ_PULL);
-    int hwm = def->inbound_hwm ? def->inbound_hwm : QK_DEFAULT_HWM, linger = 0;
+    int hwm = def->inbound_hwm ? def->inbound_hwm : QK_QUEUE_HWM (self), linger = 0;
     zmq_setsockopt (a->inbound, ZMQ_RCVHWM, &hwm, sizeof hwm);
     zmq_setsockopt (a->inbound, ZMQ_LINGER, &linger, sizeof linger);
     char endpoint [128];

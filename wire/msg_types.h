@@ -1,7 +1,8 @@
 /*  wire/msg_types.h - every message type, listed once
     Numbers are append-only and never reused. X-macro: one row per type
     gives its number and its name for logs.
-    Retired, never to be reused: 31-36 (POP_PARK, POP_RETRY, POP_CANCEL,
+    Retired, never to be reused: 3 (ERROR), 22 (PG_PUSH), 24 (PG_PIPELINE),
+    41-42 (SPOOL_STATS, SPOOL_REPLAYED), 50 (TICK), 51 (CONFIG), 31-36 (POP_PARK, POP_RETRY, POP_CANCEL,
     POP_EXPIRED, POP_DUE, POP_SETTLED of the former lease_manager actor).
 */
 #ifndef QN_WIRE_MSG_TYPES_H
@@ -12,7 +13,6 @@
 #define QN_MSG_LIST(X) \
     X (QN_MSG_START,          1)   /* kernel -> actor: loop is ready */ \
     X (QN_MSG_STOP,           2)   /* kernel -> actor: finish and stop */ \
-    X (QN_MSG_ERROR,          3)   /* reply carrying [code, text] */ \
     X (QN_MSG_HTTP_REQUEST,  10)   /* acceptor -> codec_http */ \
     X (QN_MSG_HTTP_RESPONSE, 11)   /* codec_http -> acceptor */ \
     X (QN_MSG_HTTP_CLOSED,   12)   /* acceptor -> codec_http: client gone */ \
@@ -20,13 +20,11 @@
     X (QN_MSG_PG_EXEC,       20)   /* -> pg_writer/pg_reader: run a statement */ \
     X (QN_MSG_PG_RESULT,     21)   /* reply: rows */ \
     X (QN_MSG_DB_HEALTH,     23)   /* event "db": [up] */ \
-    X (QN_MSG_PG_PIPELINE,   24)   /* -> pg_writer: several statements, one transaction */ \
     X (QN_MSG_COMMITTED,     30)   /* event "committed" (wire/msg_committed.h) */ \
     X (QN_MSG_SPOOL_APPEND,  40)   /* pg_writer -> spool, reply to the codec (wire/msg_spool.h) */ \
-    X (QN_MSG_TICK,          50)   /* periodic self-message */ \
     X (QN_MSG_JWKS_KEYS,     60)   /* event "jwks": [generation, jwks json (bin)] */ \
     X (QN_MSG_JWKS_REFRESH,  61)   /* codec_http -> jwks: unknown key id, fetch again soon [] */ \
-    X (QN_MSG_TIMER_ARM,     62)   /* codec_http -> timer_wheel: timer created [id, due_us] */ \
+    X (QN_MSG_TIMER_ARM,     62)   /* codec_http -> timers: timer created (wire/msg_timer_arm.h) */ \
     X (QN_MSG_PUSH,          100)  /* codec / spool replay -> pg_writer (wire/msg_push.h) */ \
     X (QN_MSG_PUSH_ANSWER,   101)  /* pg_writer or spool -> the pusher: one result per item */ \
     X (QN_MSG_MAINT_SET,     102)  /* system routes -> pg_writer (wire/msg_maint.h) */ \

@@ -17,7 +17,7 @@
 #include "base/hashmap.h"
 #include "wire/http_api.h"
 #include "wire/json.h"
-#include "wire/mp.h"
+#include "wire/msg_http.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
@@ -109,8 +109,7 @@ s_close (self_t *self, s_conn_t *c)
         msgpack_sbuffer_init (&b);
         msgpack_packer pk;
         msgpack_packer_init (&pk, &b, msgpack_sbuffer_write);
-        msgpack_pack_array (&pk, 1);
-        msgpack_pack_uint64 (&pk, c->id);
+        qn_msg_http_closed_encode (&pk, c->id);
         qn_send_body (self->kernel, S_TO, QN_MSG_HTTP_CLOSED, 0, b.data, b.size);
         msgpack_sbuffer_destroy (&b);
     }
@@ -208,13 +207,6 @@ s_error_reply (self_t *self, s_conn_t *c, int status, const char *msg)
 }
 
 // ------------------------------------------------------------------ requests
-static void
-s_pack_str (msgpack_packer *pk, const char *s, size_t len)
-{
-    msgpack_pack_str (pk, len);
-    msgpack_pack_str_body (pk, s, len);
-}
-
 static int
 s_sbuf_write (void *data, const char *buf, size_t len)
 {
@@ -251,18 +243,14 @@ s_dispatch (self_t *self, s_conn_t *c)
     msgpack_packer pk;
     qn_buf_reset (&c->parked_body);
     msgpack_packer_init (&pk, &c->parked_body, s_sbuf_write);
-    msgpack_pack_array (&pk, 6);
-    msgpack_pack_uint64 (&pk, c->id);
-    msgpack_pack_uint32 (&pk, c->next_seq);
-    s_pack_str (&pk, req->method, strlen (req->method));
-    s_pack_str (&pk, req->target.data ? req->target.data : "/", req->target.len);
-    req->keep_alive && !self->draining ? msgpack_pack_true (&pk) : msgpack_pack_false (&pk);
-    msgpack_pack_array (&pk, req->header_count);
-    for (uint32_t i = 0; i < req->header_count; i++) {
-        msgpack_pack_array (&pk, 2);
-        s_pack_str (&pk, req->headers [i].name, req->headers [i].name_len);
-        s_pack_str (&pk, req->headers [i].value, req->headers [i].value_len);
-    }
+    qn_msg_http_request_t m = {
+        .conn_id = c->id, .seq = c->next_seq,
+        .method = req->method, .method_len = strlen (req->method),
+        .target = req->target.data ? req->target.data : "/", .target_len = req->target.len,
+        .keep_alive = req->keep_alive && !self->draining,
+        .headers = req->headers, .header_count = req->header_count
+    };
+    qn_msg_http_request_encode (&pk, &m);
     qn_buf_t body = QN_BUF_INIT;
     qn_http_request_take_body (req, &body);
     c->parked_frame.data = body.data;
@@ -511,16 +499,15 @@ static int
 s_on_response (void *self_, const qn_env_t *env)
 {
     self_t *self = self_;
-    uint64_t conn_id, seq;
-    bool close;
+    qn_msg_http_response_t m;
     if (env->frame_count != 1
-    ||  qn_mp_scan (env->body.ptr, env->body.len, "uub", &conn_id, &seq, &close))
+    ||  qn_msg_http_response_decode (env->body.ptr, env->body.len, &m))
         return QN_EPROTO;
-    s_conn_t *c = qn_hashmap_get (self->conns, conn_id);
+    s_conn_t *c = qn_hashmap_get (self->conns, m.conn_id);
     if (!c)
         return 0;                       //  Client already gone
-    s_queue_response (c, (uint32_t) seq, env->frames [0].ptr, env->frames [0].len,
-                      close || self->draining);
+    s_queue_response (c, m.seq, env->frames [0].ptr, env->frames [0].len,
+                      m.close || self->draining);
     s_flush (self, c);
     return 0;
 }
@@ -649,7 +636,13 @@ s_on_stop (void *self_, const qn_env_t *env)
         close (self->listen_fd);
         self->listen_fd = -1;
     }
-    qn_send_body (self->kernel, S_TO, QN_MSG_HTTP_DRAINED, 0, "\x90", 1);
+    msgpack_sbuffer b;
+    msgpack_sbuffer_init (&b);
+    msgpack_packer pk;
+    msgpack_packer_init (&pk, &b, msgpack_sbuffer_write);
+    qn_msg_http_drained_encode (&pk);
+    qn_send_body (self->kernel, S_TO, QN_MSG_HTTP_DRAINED, 0, b.data, b.size);
+    msgpack_sbuffer_destroy (&b);
     qn_buf_t ids = QN_BUF_INIT;
     qn_hashmap_each (self->conns, s_close_idle, &ids);
     for (size_t i = 0; i < ids.len / sizeof (uint64_t); i++) {

@@ -71,18 +71,14 @@ s_ack_exec (qn_codec_t *codec, qn_http_ctx_t *ctx, qn_hw_call_t *c, int group)
     const qn_hw_ack_t **list = qn_malloc ((c->count ? c->count : 1) * sizeof *list);
     for (uint32_t i = 0; i < c->count; i++)
         list [i] = &c->acks [i];
-    msgpack_sbuffer sb;
-    msgpack_sbuffer_init (&sb);
-    msgpack_packer pk;
-    msgpack_packer_init (&pk, &sb, msgpack_sbuffer_write);
-    msgpack_pack_array (&pk, 8);
-    qn_hw_pack_cstr (&pk, ctx->tenant);
-    qn_hw_pack_acks (&pk, &c->doc, list, c->count, group, &scratch);
+    qn_pg_args_t args;
+    qn_pg_args_init (&args);
+    qn_pg_args_cstr (&args, ctx->tenant);
+    qn_hw_args_acks (&args, &c->doc, list, c->count, group, &scratch);
     free (list);
     qn_buf_free (&scratch);
-    int rc = qn_codec_exec (codec, ctx, "pg_writer", QN_SQL_ACK, NULL, sb.data, sb.size,
-                            s_on_acked, c);
-    msgpack_sbuffer_destroy (&sb);
+    int rc = qn_codec_exec_args (codec, ctx, "pg_writer", QN_SQL_ACK, NULL, &args, s_on_acked, c);
+    qn_pg_args_free (&args);
     if (rc) {
         qn_http_reply_errorf (ctx, 503, "database unavailable: %s", qn_strerror (rc));
         qn_hw_call_free (c);

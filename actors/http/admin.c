@@ -18,6 +18,7 @@
 #include "actors/pg/statements.h"
 #include "wire/crypto.h"
 #include "wire/ids.h"
+#include "wire/json_compact.h"
 
 #include <assert.h>
 #include <inttypes.h>
@@ -470,6 +471,10 @@ s_arg (qn_http_ctx_t *ctx, s_req_t *req, const s_arg_t *arg, const qn_json_doc_t
 }
 
 // ------------------------------------------------------------------ calling
+//  Members whose value is a stored payload, returned byte-for-byte as
+//  pushed: the message read route's "payload", the dead letters' "data".
+static const char *const s_payload_members [] = { "payload", "data", NULL };
+
 //  The function's (status, body) row becomes the answer; a 2xx of a
 //  waking route publishes "committed" for its queue first.
 static void
@@ -490,15 +495,17 @@ s_on_result (qn_codec_t *codec, qn_http_ctx_t *ctx, qn_pg_result_t *res, void *a
             const msgpack_object *body = &row->via.array.ptr [1];
             if (status >= 200 && status < 300 && call->wake_queue)
                 qn_codec_committed (codec, ctx->tenant, call->wake_queue, strlen (call->wake_queue));
-            if (status == 200 && call->api->post) {
-                qn_buf_t b = QN_BUF_INIT;
-                qn_buf_append (&b, body->via.str.ptr, body->via.str.size);
-                call->api->post (codec, &b);
+            //  PostgreSQL's json spelling becomes the broker's compact one;
+            //  stored payloads go out as they were pushed.
+            qn_buf_t b = QN_BUF_INIT;
+            if (qn_json_compact (body->via.str.ptr, body->via.str.size, s_payload_members, &b))
+                qn_http_reply_error (ctx, 500, "malformed admin function result");
+            else {
+                if (status == 200 && call->api->post)
+                    call->api->post (codec, &b);
                 qn_http_reply_json (ctx, status, b.data, b.len);
-                qn_buf_free (&b);
             }
-            else
-                qn_http_reply_json (ctx, status, body->via.str.ptr, body->via.str.size);
+            qn_buf_free (&b);
         }
     }
     free (call->wake_queue);
@@ -515,21 +522,12 @@ s_sql (qn_buf_t *sql, const s_api_t *api, const s_req_t *req)
     qn_buf_puts (sql, ")");
 }
 
-//  Packs the parameters as a msgpack array of strings and nils.
+//  The parameters: text values and NULLs.
 static void
-s_params (msgpack_sbuffer *b, const s_req_t *req)
+s_params (qn_pg_args_t *args, const s_req_t *req)
 {
-    msgpack_packer pk;
-    msgpack_packer_init (&pk, b, msgpack_sbuffer_write);
-    msgpack_pack_array (&pk, (size_t) req->n);
     for (int i = 0; i < req->n; i++)
-        if (req->vals [i]) {
-            size_t len = strlen (req->vals [i]);
-            msgpack_pack_str (&pk, len);
-            msgpack_pack_str_body (&pk, req->vals [i], len);
-        }
-        else
-            msgpack_pack_nil (&pk);
+        qn_pg_args_cstr (args, req->vals [i]);
 }
 
 //  The generic handler: body, arguments, one call, one answer.
@@ -561,21 +559,21 @@ s_run (qn_codec_t *codec, qn_http_ctx_t *ctx, const s_api_t *api)
     }
     qn_buf_t sql = QN_BUF_INIT;
     s_sql (&sql, api, &req);
-    msgpack_sbuffer params;
-    msgpack_sbuffer_init (&params);
+    qn_pg_args_t params;
+    qn_pg_args_init (&params);
     s_params (&params, &req);
     s_call_t *call = qn_zalloc (sizeof *call);
     call->api = api;
     call->wake_queue = req.wake_queue;
     req.wake_queue = NULL;
-    int rc = qn_codec_exec (codec, ctx, api->write ? "pg_writer" : "pg_reader", QN_SQL_RAW,
-                            sql.data, params.data, params.size, s_on_result, call);
+    int rc = qn_codec_exec_args (codec, ctx, api->write ? "pg_writer" : "pg_reader", QN_SQL_RAW,
+                                 sql.data, &params, s_on_result, call);
     if (rc) {
         free (call->wake_queue);
         free (call);
         qn_http_reply_error (ctx, 503, "database unavailable");
     }
-    msgpack_sbuffer_destroy (&params);
+    qn_pg_args_free (&params);
     qn_buf_free (&sql);
 done:
     qn_buf_free (&tmp);

@@ -19,6 +19,7 @@
 */
 #include "actors/http/codec.h"
 #include "wire/jwt.h"
+#include "wire/msg_jwks.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -199,7 +200,13 @@ s_ask_refresh (qn_http_auth_t *self)
         return;
     self->refresh_asked_ms = now;
     //  A hint: if jwks is busy or gone, the periodic refresh still comes.
-    qn_send_body (self->kernel, "jwks", QN_MSG_JWKS_REFRESH, 0, "\x90", 1);
+    msgpack_sbuffer b;
+    msgpack_sbuffer_init (&b);
+    msgpack_packer pk;
+    msgpack_packer_init (&pk, &b, msgpack_sbuffer_write);
+    qn_msg_jwks_refresh_encode (&pk);
+    qn_send_body (self->kernel, "jwks", QN_MSG_JWKS_REFRESH, 0, b.data, b.size);
+    msgpack_sbuffer_destroy (&b);
 }
 
 static int
@@ -253,27 +260,19 @@ int
 qn_http_auth_on_jwks (qn_codec_t *codec, const qn_env_t *env)
 {
     qn_http_auth_t *self = qn_codec_auth (codec);
-    msgpack_unpacked msg;
-    msgpack_unpacked_init (&msg);
-    const msgpack_object *o = &msg.data;
+    qn_msg_jwks_keys_t msg;
     int rc = QN_EPROTO;
-    if (msgpack_unpack_next (&msg, env->body.ptr, env->body.len, NULL) != MSGPACK_UNPACK_SUCCESS
-    ||  o->type != MSGPACK_OBJECT_ARRAY || o->via.array.size < 2
-    ||  o->via.array.ptr [0].type != MSGPACK_OBJECT_POSITIVE_INTEGER
-    ||  (o->via.array.ptr [1].type != MSGPACK_OBJECT_BIN && o->via.array.ptr [1].type != MSGPACK_OBJECT_STR))
+    if (qn_msg_jwks_keys_decode (env->body.ptr, env->body.len, &msg))
         goto done;
-    const msgpack_object *doc = &o->via.array.ptr [1];
-    const char *json = doc->type == MSGPACK_OBJECT_BIN ? doc->via.bin.ptr : doc->via.str.ptr;
-    size_t len = doc->type == MSGPACK_OBJECT_BIN ? doc->via.bin.size : doc->via.str.size;
     qn_jwt_keys_t *keys = qn_jwt_keys_new ();
     char err [128];
-    int added = qn_jwt_keys_add_jwks (keys, json, len, err, sizeof err);
+    int added = qn_jwt_keys_add_jwks (keys, msg.json, msg.json_len, err, sizeof err);
     if (added <= 0) {
         qn_warn ("auth: jwks event ignored: %s", added < 0 ? err : "no usable key");
         qn_jwt_keys_destroy (&keys);
         goto done;
     }
-    uint64_t generation = o->via.array.ptr [0].via.u64;
+    uint64_t generation = msg.generation;
     if (generation != self->jwks_generation)
         qn_info ("auth: jwks keys updated: generation=%llu keys=%d",
                  (unsigned long long) generation, added);
@@ -282,6 +281,5 @@ qn_http_auth_on_jwks (qn_codec_t *codec, const qn_env_t *env)
     self->jwks_keys = keys;
     rc = 0;
 done:
-    msgpack_unpacked_destroy (&msg);
     return rc;
 }

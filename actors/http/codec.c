@@ -9,7 +9,10 @@
     Sends     QN_MSG_HTTP_RESPONSE to the acceptor; PG_EXEC / PUSH to
               pg_writer and pg_reader; "committed" events (acks)
     Owns      the request contexts; the parked long-polls (a park table,
-              actors/park/park.h, fed "committed" here, used by pop.c)
+              actors/park/park.h, fed "committed" here, used by pop.c);
+              responses held while the acceptor is at its high-water mark
+              (sent in order when it drains); the access-control and
+              payload-encryption state (auth.c, seal.c)
     Failure   a bad request gets a 4xx JSON error; a handler that never
               answers is caught by the request's own deadline
 */
@@ -19,6 +22,7 @@
 #include "base/hashmap.h"
 #include "wire/http_api.h"
 #include "wire/mp.h"
+#include "wire/msg_http.h"
 #include "wire/msg_maint.h"
 #include "wire/route.h"
 
@@ -27,6 +31,15 @@
 #include <string.h>
 #include <sys/resource.h>
 #include <unistd.h>
+
+//  A response held back while the acceptor's inbox is full.
+typedef struct s_held s_held_t;
+struct s_held {
+    s_held_t *next;
+    msgpack_sbuffer body;       //  Owned: the HTTP_RESPONSE body
+    qn_frame_t frame;           //  Owned: the serialised response
+    uint64_t conn_id;
+};
 
 struct qn_codec {
     qn_kernel_t *kernel;        //  Not owned
@@ -43,6 +56,10 @@ struct qn_codec {
     qn_buf_t out;               //  Reusable response buffer
     qn_http_auth_t *auth;       //  Owned: access control, created on first use
     qn_park_t *park;            //  Owned: parked long-polls
+    qn_http_seal_t *seal;       //  Owned: payload encryption state, created on first use
+    s_held_t *held_head;        //  Owned: responses the acceptor could not take
+    s_held_t *held_tail;        //  yet, sent in this order when it drains
+    bool held_waiting;          //  qn_on_writable asked
 };
 
 typedef struct {
@@ -92,6 +109,14 @@ qn_park_t *
 qn_codec_park (qn_codec_t *codec)
 {
     return codec->park;
+}
+
+qn_http_seal_t *
+qn_codec_seal (qn_codec_t *codec)
+{
+    if (!codec->seal)
+        codec->seal = qn_http_seal_new (codec->config);
+    return codec->seal;
 }
 
 bool
@@ -150,6 +175,86 @@ qn_http_header (qn_http_ctx_t *ctx, const char *name)
 }
 
 // ------------------------------------------------------------------ answering
+//  Responses go to the acceptor in the order they were made. At the
+//  acceptor's high-water mark a response is held (with every one after it)
+//  and sent when the acceptor drains: the kernel's writable notification,
+//  the one back-pressure idiom. What is held is bounded by the acceptor's
+//  own limit of requests in flight per connection.
+static int
+s_send_response (qn_codec_t *codec, s_held_t *h)
+{
+    qn_msg_t msg = {
+        .to = "acceptor", .type = QN_MSG_HTTP_RESPONSE,
+        .body = h->body.data, .body_len = h->body.size, .frames = &h->frame, .frame_count = 1
+    };
+    return qn_send (codec->kernel, &msg);
+}
+
+static void
+s_held_free (s_held_t *h)
+{
+    msgpack_sbuffer_destroy (&h->body);
+    free (h->frame.data);
+    free (h);
+}
+
+static void s_wait_acceptor (qn_codec_t *codec);
+
+//  The acceptor drained: send held responses, oldest first, until it is
+//  full again.
+static void
+s_on_acceptor_writable (void *self_, void *arg)
+{
+    (void) arg;
+    qn_codec_t *codec = self_;
+    codec->held_waiting = false;
+    while (codec->held_head) {
+        s_held_t *h = codec->held_head;
+        int rc = s_send_response (codec, h);
+        if (rc == QN_EAGAIN) {
+            s_wait_acceptor (codec);
+            return;
+        }
+        if (rc)
+            qn_warn ("response dropped: conn=%llu rc=%s", (unsigned long long) h->conn_id,
+                     qn_strerror (rc));
+        codec->held_head = h->next;
+        if (!codec->held_head)
+            codec->held_tail = NULL;
+        s_held_free (h);
+    }
+}
+
+static void
+s_wait_acceptor (qn_codec_t *codec)
+{
+    if (!codec->held_waiting
+    &&  qn_on_writable (codec->kernel, "acceptor", s_on_acceptor_writable, NULL) == 0)
+        codec->held_waiting = true;
+}
+
+//  Sends h now, or holds it behind earlier held responses. Takes h.
+static void
+s_respond (qn_codec_t *codec, s_held_t *h)
+{
+    int rc = codec->held_head ? QN_EAGAIN : s_send_response (codec, h);
+    if (rc == QN_EAGAIN) {
+        h->next = NULL;
+        if (codec->held_tail)
+            codec->held_tail->next = h;
+        else
+            codec->held_head = h;
+        codec->held_tail = h;
+        qn_count (codec->kernel, "http_responses_held", 1);
+        s_wait_acceptor (codec);
+        return;
+    }
+    if (rc)                         //  The acceptor is gone: shutting down
+        qn_warn ("response dropped: conn=%llu rc=%s", (unsigned long long) h->conn_id,
+                 qn_strerror (rc));
+    s_held_free (h);
+}
+
 void
 qn_http_reply_raw (qn_http_ctx_t *ctx, int status, const char *content_type,
                    const char *extra_headers, const char *body, size_t len)
@@ -163,31 +268,17 @@ qn_http_reply_raw (qn_http_ctx_t *ctx, int status, const char *content_type,
         qn_buf_t *out = &codec->out;
         qn_buf_reset (out);
         qn_http_response (out, status, content_type, extra_headers, body, len, keep);
-        msgpack_sbuffer b;
-        msgpack_sbuffer_init (&b);
+        s_held_t *h = qn_zalloc (sizeof *h);
+        h->conn_id = ctx->conn_id;
+        msgpack_sbuffer_init (&h->body);
         msgpack_packer pk;
-        msgpack_packer_init (&pk, &b, msgpack_sbuffer_write);
-        msgpack_pack_array (&pk, 3);
-        msgpack_pack_uint64 (&pk, ctx->conn_id);
-        msgpack_pack_uint32 (&pk, ctx->seq);
-        keep ? msgpack_pack_false (&pk) : msgpack_pack_true (&pk);
+        msgpack_packer_init (&pk, &h->body, msgpack_sbuffer_write);
+        qn_msg_http_response_t m = { .conn_id = ctx->conn_id, .seq = ctx->seq, .close = !keep };
+        qn_msg_http_response_encode (&pk, &m);
         size_t n;
-        qn_frame_t frame;
-        frame.data = qn_buf_detach (out, &n);
-        frame.len = n;
-        qn_msg_t msg = {
-            .to = "acceptor", .type = QN_MSG_HTTP_RESPONSE,
-            .body = b.data, .body_len = b.size, .frames = &frame, .frame_count = 1
-        };
-        int rc = qn_send (codec->kernel, &msg);
-        if (rc) {
-            //  The acceptor is the one reading us; it never fills up while
-            //  it waits for our answers, so this is a shutdown race.
-            free (frame.data);
-            qn_warn ("response dropped: conn=%llu rc=%s", (unsigned long long) ctx->conn_id,
-                     qn_strerror (rc));
-        }
-        msgpack_sbuffer_destroy (&b);
+        h->frame.data = qn_buf_detach (out, &n);
+        h->frame.len = n;
+        s_respond (codec, h);
         char name [32];
         snprintf (name, sizeof name, "http_responses_%dxx", status / 100);
         qn_count (codec->kernel, name, 1);
@@ -256,23 +347,6 @@ qn_http_reply_pg_error (qn_http_ctx_t *ctx, const qn_pg_result_t *res)
 }
 
 // ------------------------------------------------------------------ asking
-void
-qn_pg_result_free (qn_pg_result_t *res)
-{
-    free (res->message);
-    free (res->detail);
-    res->message = res->detail = NULL;
-    msgpack_unpacked_destroy (&res->holder);
-}
-
-static char *
-s_strdup_obj (const msgpack_object *o)
-{
-    if (o->type == MSGPACK_OBJECT_STR)
-        return qn_strndup (o->via.str.ptr, o->via.str.size);
-    return qn_strdup ("");
-}
-
 static void
 s_on_call_reply (void *self_, void *arg, const qn_env_t *env)
 {
@@ -280,36 +354,7 @@ s_on_call_reply (void *self_, void *arg, const qn_env_t *env)
     s_call_t *call = arg;
     qn_codec_t *codec = call->codec;
     qn_pg_result_t res;
-    memset (&res, 0, sizeof res);
-    msgpack_unpacked_init (&res.holder);
-    if (!env) {
-        res.timed_out = true;
-        snprintf (res.sqlstate, sizeof res.sqlstate, "57014");
-        res.message = qn_strdup ("database did not answer in time");
-        res.detail = qn_strdup ("");
-    }
-    else {
-        const msgpack_object *o = &res.holder.data;
-        if (msgpack_unpack_next (&res.holder, env->body.ptr, env->body.len, NULL) == MSGPACK_UNPACK_SUCCESS
-        &&  o->type == MSGPACK_OBJECT_ARRAY && o->via.array.size == 5
-        &&  o->via.array.ptr [0].type == MSGPACK_OBJECT_BOOLEAN) {
-            const msgpack_object *f = o->via.array.ptr;
-            res.ok = f [0].via.boolean;
-            if (f [1].type == MSGPACK_OBJECT_STR && f [1].via.str.size == 5)
-                memcpy (res.sqlstate, f [1].via.str.ptr, 5);
-            res.message = s_strdup_obj (&f [2]);
-            res.detail = s_strdup_obj (&f [3]);
-            if (f [4].type == MSGPACK_OBJECT_ARRAY) {
-                res.rows = f [4].via.array.ptr;
-                res.row_count = f [4].via.array.size;
-            }
-        }
-        else {
-            snprintf (res.sqlstate, sizeof res.sqlstate, "XX000");
-            res.message = qn_strdup ("malformed database reply");
-            res.detail = qn_strdup ("");
-        }
-    }
+    qn_pg_result_decode (env ? env->body.ptr : NULL, env ? env->body.len : 0, &res);
     qn_http_ctx_t *ctx = qn_hashmap_get (codec->requests, call->ctx_id);
     if (ctx && ctx->cancelled)
         ctx = NULL;
@@ -339,6 +384,13 @@ qn_codec_call (qn_codec_t *codec, qn_http_ctx_t *ctx, const char *to, uint16_t t
     return rc;
 }
 
+//  Client-side deadline a little past the server's statement timeout.
+static uint32_t
+s_exec_timeout (qn_codec_t *codec)
+{
+    return (uint32_t) codec->config->db_statement_timeout_ms + 2000;
+}
+
 int
 qn_codec_exec (qn_codec_t *codec, qn_http_ctx_t *ctx, const char *to, uint32_t stmt_id,
                const char *sql, const char *params, size_t params_len,
@@ -346,20 +398,23 @@ qn_codec_exec (qn_codec_t *codec, qn_http_ctx_t *ctx, const char *to, uint32_t s
 {
     msgpack_sbuffer b;
     msgpack_sbuffer_init (&b);
-    msgpack_packer pk;
-    msgpack_packer_init (&pk, &b, msgpack_sbuffer_write);
-    msgpack_pack_array (&pk, 3);
-    msgpack_pack_uint32 (&pk, stmt_id);
-    if (sql) {
-        msgpack_pack_str (&pk, strlen (sql));
-        msgpack_pack_str_body (&pk, sql, strlen (sql));
-    }
-    else
-        msgpack_pack_nil (&pk);
-    msgpack_sbuffer_write (&b, params, params_len);
-    //  Client-side deadline a little past the server's statement timeout.
-    uint32_t timeout = (uint32_t) codec->config->db_statement_timeout_ms + 2000;
-    int rc = qn_codec_call (codec, ctx, to, QN_MSG_PG_EXEC, b.data, b.size, timeout, cb, arg);
+    qn_msg_pg_exec_encode_packed (&b, stmt_id, sql, params, params_len);
+    int rc = qn_codec_call (codec, ctx, to, QN_MSG_PG_EXEC, b.data, b.size,
+                            s_exec_timeout (codec), cb, arg);
+    msgpack_sbuffer_destroy (&b);
+    return rc;
+}
+
+int
+qn_codec_exec_args (qn_codec_t *codec, qn_http_ctx_t *ctx, const char *to, uint32_t stmt_id,
+                    const char *sql, const qn_pg_args_t *args,
+                    qn_codec_result_fn *cb, void *arg)
+{
+    msgpack_sbuffer b;
+    msgpack_sbuffer_init (&b);
+    qn_msg_pg_exec_encode (&b, stmt_id, sql, args);
+    int rc = qn_codec_call (codec, ctx, to, QN_MSG_PG_EXEC, b.data, b.size,
+                            s_exec_timeout (codec), cb, arg);
     msgpack_sbuffer_destroy (&b);
     return rc;
 }
@@ -515,21 +570,31 @@ const qn_http_route_t qn_http_routes_core [] = {
 };
 
 // ------------------------------------------------------------------ routing
+//  Every route area of the HTTP front door, named once: an area whose file
+//  is not linked in is a link error, never a silent 404.
+static const qn_http_route_t *const s_areas [] = {
+    qn_http_routes_core,        //  health, metrics (this file)
+    qn_http_routes_push,        //  configure, push, lease (push.c)
+    qn_http_routes_ack,         //  ack, ack/batch (ack.c)
+    qn_http_routes_txn,         //  transaction (txn.c)
+    qn_http_routes_pop,         //  pop (pop.c)
+    qn_http_routes_admin,       //  resources, messages, dlq, groups, status (admin.c)
+    qn_http_routes_system,      //  maintenance, buffers (system.c)
+    qn_http_routes_state,       //  kv, timers (state.c)
+    qn_http_routes_streams      //  /streams/v1/* (streams.c)
+};
+
 static const qn_http_route_t *
 s_route (qn_http_ctx_t *ctx, bool *path_known)
 {
-    const qn_http_route_t *tables [] = {
-        qn_http_routes_core, qn_http_routes_push, qn_http_routes_ack, qn_http_routes_txn,
-        qn_http_routes_pop, qn_http_routes_admin, qn_http_routes_system, qn_http_routes_state,
-        qn_http_routes_streams
-    };
+    const qn_http_route_t *const *tables = s_areas;
     const qn_http_route_t *best = NULL;
     int best_literals = -1;
     const char *params [QN_HTTP_MAX_PARAMS];
     size_t lens [QN_HTTP_MAX_PARAMS];
     *path_known = false;
-    for (size_t t = 0; t < sizeof tables / sizeof tables [0]; t++)
-        for (const qn_http_route_t *r = tables [t]; r && r->method; r++) {
+    for (size_t t = 0; t < sizeof s_areas / sizeof s_areas [0]; t++)
+        for (const qn_http_route_t *r = tables [t]; r->method; r++) {
             int lit = qn_route_match (r->pattern, &ctx->url, ctx->params, ctx->param_len);
             if (lit < 0)
                 continue;
@@ -548,63 +613,44 @@ s_route (qn_http_ctx_t *ctx, bool *path_known)
     return best;
 }
 
-static bool
-s_str (const msgpack_object *o)
-{
-    return o->type == MSGPACK_OBJECT_STR;
-}
-
 static int
 s_on_request (void *self_, const qn_env_t *env)
 {
     qn_codec_t *codec = self_;
-    msgpack_unpacked msg;
-    msgpack_unpacked_init (&msg);
-    int rc = QN_EPROTO;
-    const msgpack_object *o = &msg.data;
-    if (msgpack_unpack_next (&msg, env->body.ptr, env->body.len, NULL) != MSGPACK_UNPACK_SUCCESS
-    ||  o->type != MSGPACK_OBJECT_ARRAY || o->via.array.size != 6) {
-        msgpack_unpacked_destroy (&msg);
-        return rc;
-    }
-    const msgpack_object *f = o->via.array.ptr;
-    if (f [0].type != MSGPACK_OBJECT_POSITIVE_INTEGER || f [1].type != MSGPACK_OBJECT_POSITIVE_INTEGER
-    ||  !s_str (&f [2]) || !s_str (&f [3]) || f [4].type != MSGPACK_OBJECT_BOOLEAN
-    ||  f [5].type != MSGPACK_OBJECT_ARRAY) {
-        msgpack_unpacked_destroy (&msg);
-        return rc;
+    msgpack_unpacked holder;
+    msgpack_unpacked_init (&holder);
+    qn_msg_http_request_t m;
+    if (qn_msg_http_request_decode (env->body.ptr, env->body.len, &holder, &m)) {
+        msgpack_unpacked_destroy (&holder);
+        return QN_EPROTO;
     }
     qn_http_ctx_t *ctx = qn_zalloc (sizeof *ctx);
     ctx->codec = codec;
     ctx->id = ++codec->next_id;
-    ctx->conn_id = f [0].via.u64;
-    ctx->seq = (uint32_t) f [1].via.u64;
-    ctx->keep_alive = f [4].via.boolean;
+    ctx->conn_id = m.conn_id;
+    ctx->seq = m.seq;
+    ctx->keep_alive = m.keep_alive;
     ctx->started_ms = env->received_ms;
     ctx->tenant = qn_strdup ("");
-    snprintf (ctx->method, sizeof ctx->method, "%.*s", (int) f [2].via.str.size, f [2].via.str.ptr);
-    for (uint32_t i = 0; i < f [5].via.array.size; i++) {
-        const msgpack_object *h = &f [5].via.array.ptr [i];
-        if (h->type != MSGPACK_OBJECT_ARRAY || h->via.array.size != 2
-        ||  !s_str (&h->via.array.ptr [0]) || !s_str (&h->via.array.ptr [1]))
-            continue;
-        const msgpack_object *name = &h->via.array.ptr [0], *value = &h->via.array.ptr [1];
-        if (name->via.str.size == 13 && !strncasecmp (name->via.str.ptr, "authorization", 13)) {
+    snprintf (ctx->method, sizeof ctx->method, "%.*s", (int) m.method_len, m.method);
+    for (uint32_t i = 0; i < m.header_count; i++) {
+        qn_http_header_t h;
+        qn_msg_http_request_header (&m, i, &h);
+        if (h.name_len == 13 && !strncasecmp (h.name, "authorization", 13)) {
             free (ctx->authorization);
-            ctx->authorization = qn_strndup (value->via.str.ptr, value->via.str.size);
+            ctx->authorization = qn_strndup (h.value, h.value_len);
         }
     }
     const char *body = env->frame_count ? env->frames [0].ptr : "";
     ctx->body_len = env->frame_count ? env->frames [0].len : 0;
     ctx->body = qn_strndup (body, ctx->body_len);
     qn_hashmap_put (codec->requests, ctx->id, ctx);
-    rc = 0;
-    if (qn_url_parse (&ctx->url, f [3].via.str.ptr, f [3].via.str.size)) {
-        msgpack_unpacked_destroy (&msg);
+    int rc = qn_url_parse (&ctx->url, m.target, m.target_len);
+    msgpack_unpacked_destroy (&holder);
+    if (rc) {
         qn_http_reply_error (ctx, 400, "Malformed request target");
-        return rc;
+        return 0;
     }
-    msgpack_unpacked_destroy (&msg);
     if (!strcmp (ctx->method, "OPTIONS")) {
         s_options (codec, ctx);
         return rc;
@@ -647,7 +693,7 @@ s_on_closed (void *self_, const qn_env_t *env)
 {
     qn_codec_t *codec = self_;
     s_cancel_t c = { 0, QN_BUF_INIT };
-    if (qn_mp_scan (env->body.ptr, env->body.len, "u", &c.conn_id))
+    if (qn_msg_http_closed_decode (env->body.ptr, env->body.len, &c.conn_id))
         return QN_EPROTO;
     qn_hashmap_each (codec->requests, s_cancel_conn, &c);
     for (size_t i = 0; i < c.parked.len / sizeof (uint64_t); i++) {
@@ -668,8 +714,9 @@ s_on_closed (void *self_, const qn_env_t *env)
 static int
 s_on_drained (void *self_, const qn_env_t *env)
 {
-    (void) env;
     qn_codec_t *codec = self_;
+    if (qn_msg_http_drained_decode (env->body.ptr, env->body.len))
+        return QN_EPROTO;
     codec->draining = true;
     //  SIGTERM does not wait for long-polls: answer them now.
     qn_park_drain (codec->park);
@@ -747,9 +794,15 @@ s_destroy (void **self_p)
     qn_codec_t *codec = *self_p;
     qn_hashmap_each (codec->requests, s_free_ctx, NULL);
     qn_hashmap_destroy (&codec->requests);
+    while (codec->held_head) {
+        s_held_t *h = codec->held_head;
+        codec->held_head = h->next;
+        s_held_free (h);
+    }
     qn_buf_free (&codec->out);
     qn_http_auth_destroy (&codec->auth);
     qn_park_destroy (&codec->park);
+    qn_http_seal_destroy (&codec->seal);
     free (codec);
     *self_p = NULL;
 }

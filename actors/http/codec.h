@@ -13,6 +13,7 @@
 
 #include "actors/actors.h"
 #include "wire/json.h"
+#include "wire/msg_pg.h"
 #include "wire/url.h"
 
 typedef struct qn_codec qn_codec_t;
@@ -53,19 +54,6 @@ struct qn_http_ctx {
     void (*on_cancel) (qn_http_ctx_t *ctx);
 };
 
-//  A decoded QN_MSG_PG_RESULT (see actors.h). Strings are NUL-terminated
-//  copies; rows point into `holder`.
-typedef struct {
-    bool ok;
-    char sqlstate [6];
-    char *message;              //  Owned
-    char *detail;               //  Owned
-    const msgpack_object *rows; //  Array of arrays, or NULL
-    uint32_t row_count;
-    bool timed_out;             //  No reply within the deadline
-    msgpack_unpacked holder;
-} qn_pg_result_t;
-
 //  Called with the result; ctx is NULL if the request is gone (cancelled
 //  client or shutdown) — the handler then only frees what `arg` owns.
 typedef void (qn_codec_result_fn) (qn_codec_t *codec, qn_http_ctx_t *ctx,
@@ -103,8 +91,13 @@ void qn_http_reply_pg_error (qn_http_ctx_t *ctx, const qn_pg_result_t *res);
 int qn_codec_call (qn_codec_t *codec, qn_http_ctx_t *ctx, const char *to, uint16_t type,
                    const void *body, size_t len, uint32_t timeout_ms,
                    qn_codec_result_fn *cb, void *arg);
-//  Convenience: QN_MSG_PG_EXEC of a catalogue statement with params
-//  packed by the caller (`params` is a msgpack array).
+//  QN_MSG_PG_EXEC of a catalogue statement (or QN_SQL_RAW with `sql`)
+//  with the parameters built in `args` (wire/msg_pg.h); cb as above.
+int qn_codec_exec_args (qn_codec_t *codec, qn_http_ctx_t *ctx, const char *to, uint32_t stmt_id,
+                        const char *sql, const qn_pg_args_t *args,
+                        qn_codec_result_fn *cb, void *arg);
+//  The same with the parameters already packed as one msgpack array (the
+//  write-path files that still pack their own; prefer qn_codec_exec_args).
 int qn_codec_exec (qn_codec_t *codec, qn_http_ctx_t *ctx, const char *to, uint32_t stmt_id,
                    const char *sql, const char *params, size_t params_len,
                    qn_codec_result_fn *cb, void *arg);
@@ -125,8 +118,6 @@ const char *qn_http_param (qn_http_ctx_t *ctx, int i);
 //  A request header (case-insensitive), or NULL. Only Authorization and
 //  the proxy's tenant header are kept.
 const char *qn_http_header (qn_http_ctx_t *ctx, const char *name);
-//  Frees a result's owned parts.
-void qn_pg_result_free (qn_pg_result_t *res);
 
 //  The request with this id, or NULL (answered, or client gone).
 qn_http_ctx_t *qn_codec_request (qn_codec_t *codec, uint64_t ctx_id);
@@ -154,17 +145,26 @@ int qn_http_auth (qn_codec_t *codec, qn_http_ctx_t *ctx, qn_auth_level_t level);
 //  "jwks" event (QN_MSG_JWKS_KEYS): takes the new JWKS key set.
 int qn_http_auth_on_jwks (qn_codec_t *codec, const qn_env_t *env);
 
-//  Route tables of the codec_http_<area>.c files, NULL-method terminated.
-//  Each area file defines its table; a table not linked in is skipped.
+// ------------------------------------------------------------------ payload encryption
+//  actors/http/seal.c: the key ring and the queue-encryption cache belong
+//  to the codec, created on first use through qn_codec_seal.
+typedef struct qn_http_seal qn_http_seal_t;
+qn_http_seal_t *qn_codec_seal (qn_codec_t *codec);
+qn_http_seal_t *qn_http_seal_new (const qn_config_t *config);
+void qn_http_seal_destroy (qn_http_seal_t **self_p);
+
+//  Route tables of the actors/http/<area>.c files, NULL-method terminated.
+//  The codec lists every area in one table (codec.c s_areas): a missing
+//  area file is a link error.
 extern const qn_http_route_t qn_http_routes_core [];
-extern const qn_http_route_t qn_http_routes_push [] __attribute__ ((weak));    //  configure, push, lease
-extern const qn_http_route_t qn_http_routes_ack [] __attribute__ ((weak));     //  ack, ack/batch
-extern const qn_http_route_t qn_http_routes_txn [] __attribute__ ((weak));     //  transaction
-extern const qn_http_route_t qn_http_routes_pop [] __attribute__ ((weak));     //  pop routes
-extern const qn_http_route_t qn_http_routes_admin [] __attribute__ ((weak));   //  resources, messages, dlq, groups, status
-extern const qn_http_route_t qn_http_routes_system [] __attribute__ ((weak));  //  maintenance, buffers
-extern const qn_http_route_t qn_http_routes_state [] __attribute__ ((weak));   //  kv, timers
-extern const qn_http_route_t qn_http_routes_streams [] __attribute__ ((weak)); //  /streams/v1/*
+extern const qn_http_route_t qn_http_routes_push [];    //  configure, push, lease
+extern const qn_http_route_t qn_http_routes_ack [];     //  ack, ack/batch
+extern const qn_http_route_t qn_http_routes_txn [];     //  transaction
+extern const qn_http_route_t qn_http_routes_pop [];     //  pop routes
+extern const qn_http_route_t qn_http_routes_admin [];   //  resources, messages, dlq, groups, status
+extern const qn_http_route_t qn_http_routes_system [];  //  maintenance, buffers
+extern const qn_http_route_t qn_http_routes_state [];   //  kv, timers
+extern const qn_http_route_t qn_http_routes_streams []; //  /streams/v1/*
 
 //  The codec's parked long-polls (actors/park/park.h): owned by the codec,
 //  run in its thread, fed its "committed" events; the pop area parks there.

@@ -51,14 +51,15 @@ s_bucket_key (qn_http_ctx_t *ctx, bool with_key)
     return qn_hs_param (ctx, 0, "bucket", &len) && (!with_key || qn_hs_param (ctx, 1, "key", &len));
 }
 
+//  Starts the parameters of a kv call: tenant, bucket (and key).
 static void
-s_pack_head (msgpack_packer *pk, qn_http_ctx_t *ctx, uint32_t nparams, bool with_key)
+s_args_head (qn_pg_args_t *args, qn_http_ctx_t *ctx, bool with_key)
 {
-    msgpack_pack_array (pk, nparams);
-    qn_hs_pack_str (pk, ctx->tenant);
-    qn_hs_pack_strn (pk, qn_http_param (ctx, 0), ctx->param_len [0]);
+    qn_pg_args_init (args);
+    qn_pg_args_cstr (args, ctx->tenant);
+    qn_pg_args_str (args, qn_http_param (ctx, 0), ctx->param_len [0]);
     if (with_key)
-        qn_hs_pack_strn (pk, qn_http_param (ctx, 1), ctx->param_len [1]);
+        qn_pg_args_str (args, qn_http_param (ctx, 1), ctx->param_len [1]);
 }
 
 //  Row: status, version, expires_at, current_version.
@@ -114,17 +115,14 @@ qn_hs_kv_put (qn_codec_t *codec, qn_http_ctx_t *ctx)
         qn_http_reply_errorf (ctx, 413, "value must be at most %d bytes", QN_HS_VALUE_MAX);
         return;
     }
-    msgpack_sbuffer sb;
-    msgpack_sbuffer_init (&sb);
-    msgpack_packer pk;
-    msgpack_packer_init (&pk, &sb, msgpack_sbuffer_write);
-    s_pack_head (&pk, ctx, 6, true);
-    qn_hs_pack_bin (&pk, value, len);
-    has_if ? msgpack_pack_int64 (&pk, if_version) : msgpack_pack_nil (&pk);
-    has_ttl ? msgpack_pack_int64 (&pk, ttl) : msgpack_pack_nil (&pk);
+    qn_pg_args_t args;
+    s_args_head (&args, ctx, true);
+    qn_pg_args_bin (&args, value, len);
+    has_if ? qn_pg_args_int (&args, if_version) : qn_pg_args_null (&args);
+    has_ttl ? qn_pg_args_int (&args, ttl) : qn_pg_args_null (&args);
     qn_json_doc_free (&doc);
-    qn_hs_exec (codec, ctx, QN_SQL_KV_PUT, &sb, s_on_kv_put, NULL);
-    msgpack_sbuffer_destroy (&sb);
+    qn_hs_exec (codec, ctx, QN_SQL_KV_PUT, &args, s_on_kv_put, NULL);
+    qn_pg_args_free (&args);
 }
 
 //  Row: value, version, expires_at, updated_at (none: absent or expired).
@@ -155,13 +153,10 @@ qn_hs_kv_get (qn_codec_t *codec, qn_http_ctx_t *ctx)
 {
     if (!s_bucket_key (ctx, true))
         return;
-    msgpack_sbuffer sb;
-    msgpack_sbuffer_init (&sb);
-    msgpack_packer pk;
-    msgpack_packer_init (&pk, &sb, msgpack_sbuffer_write);
-    s_pack_head (&pk, ctx, 3, true);
-    qn_hs_exec (codec, ctx, QN_SQL_KV_GET, &sb, s_on_kv_get, NULL);
-    msgpack_sbuffer_destroy (&sb);
+    qn_pg_args_t args;
+    s_args_head (&args, ctx, true);
+    qn_hs_exec (codec, ctx, QN_SQL_KV_GET, &args, s_on_kv_get, NULL);
+    qn_pg_args_free (&args);
 }
 
 //  Row: status (deleted | not_found | conflict), version.
@@ -201,14 +196,11 @@ qn_hs_kv_delete (qn_codec_t *codec, qn_http_ctx_t *ctx)
     if (!s_bucket_key (ctx, true)
     ||  !qn_hs_query_int (ctx, "ifVersion", 0, INT64_MAX, &if_version, &has_if))
         return;
-    msgpack_sbuffer sb;
-    msgpack_sbuffer_init (&sb);
-    msgpack_packer pk;
-    msgpack_packer_init (&pk, &sb, msgpack_sbuffer_write);
-    s_pack_head (&pk, ctx, 4, true);
-    has_if ? msgpack_pack_int64 (&pk, if_version) : msgpack_pack_nil (&pk);
-    qn_hs_exec (codec, ctx, QN_SQL_KV_DELETE, &sb, s_on_kv_delete, NULL);
-    msgpack_sbuffer_destroy (&sb);
+    qn_pg_args_t args;
+    s_args_head (&args, ctx, true);
+    has_if ? qn_pg_args_int (&args, if_version) : qn_pg_args_null (&args);
+    qn_hs_exec (codec, ctx, QN_SQL_KV_DELETE, &args, s_on_kv_delete, NULL);
+    qn_pg_args_free (&args);
 }
 
 //  Rows: key, version, expires_at, updated_at; one more than shown when a
@@ -267,14 +259,11 @@ qn_hs_kv_list (qn_codec_t *codec, qn_http_ctx_t *ctx)
         return;
     qn_hs_call_t *call = qn_zalloc (sizeof *call);
     call->limit = limit;
-    msgpack_sbuffer sb;
-    msgpack_sbuffer_init (&sb);
-    msgpack_packer pk;
-    msgpack_packer_init (&pk, &sb, msgpack_sbuffer_write);
-    s_pack_head (&pk, ctx, 5, false);
-    prefix && prefix_len ? qn_hs_pack_strn (&pk, prefix, prefix_len) : msgpack_pack_nil (&pk);
-    after && after_len ? qn_hs_pack_strn (&pk, after, after_len) : msgpack_pack_nil (&pk);
-    msgpack_pack_int64 (&pk, limit + 1);
-    qn_hs_exec (codec, ctx, QN_SQL_KV_LIST, &sb, s_on_kv_list, call);
-    msgpack_sbuffer_destroy (&sb);
+    qn_pg_args_t args;
+    s_args_head (&args, ctx, false);
+    qn_pg_args_str (&args, prefix && prefix_len ? prefix : NULL, prefix_len);
+    qn_pg_args_str (&args, after && after_len ? after : NULL, after_len);
+    qn_pg_args_int (&args, limit + 1);
+    qn_hs_exec (codec, ctx, QN_SQL_KV_LIST, &args, s_on_kv_list, call);
+    qn_pg_args_free (&args);
 }

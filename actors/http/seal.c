@@ -8,7 +8,8 @@
     configure reports its settings through qn_hw_configured_encryption).
     Sends     with an encryption key, QN_MSG_PG_EXEC (queue settings) to
               pg_reader
-    Owns      the queue-encryption cache and the key ring (below)
+    Owns      nothing: the queue-encryption cache and the key ring
+              (qn_http_seal_t) belong to the codec
     Failure   a payload that cannot be sealed answers 500; a setting that
               cannot be read counts as encrypted
 */
@@ -37,9 +38,8 @@
 //  side. Without QUEEN_ENCRYPTION_KEY nothing is sealed or asked (§2.10:
 //  plaintext).
 //
-//  The state is file-static rather than in struct qn_codec (STYLE §8):
-//  codec_http is one actor on one thread and only its thread runs these
-//  handlers. It lives until exit (reachable, so not a leak).
+//  The state (qn_http_seal_t) belongs to the codec, which creates it on
+//  first use (qn_codec_seal) and frees it with itself.
 typedef struct {
     char *key;                  //  Owned: tenant, NUL, queue name
     size_t key_len;
@@ -47,10 +47,10 @@ typedef struct {
     int64_t checked_ms;         //  Monotonic: when the database or configure said so
 } s_qconf_t;
 
-static struct {
+struct qn_http_seal {
     qn_hashmap_t *queues;       //  Owned: hash of key -> s_qconf_t (owned)
-    qn_crypto_keys_t *ring;     //  Owned: the settings' keys, loaded on first use
-} s_enc;
+    qn_crypto_keys_t *ring;     //  Owned: the settings' keys
+};
 
 //  A pending settings question: the call to finish afterwards.
 typedef struct {
@@ -61,17 +61,37 @@ typedef struct {
 static const char *s_qconf_sql =
     "SELECT name, encryption_enabled FROM queen.queue_encryption ($1, $2::jsonb)";
 
+static void s_qconf_free_entry (void *arg, uint64_t key, void *value);
+
+qn_http_seal_t *
+qn_http_seal_new (const qn_config_t *config)
+{
+    qn_http_seal_t *self = qn_zalloc (sizeof *self);
+    self->queues = qn_hashmap_new ();
+    //  The settings were checked at start: this load cannot fail.
+    self->ring = qn_crypto_keys_new ();
+    qn_crypto_keys_load (self->ring, config->queen_encryption_key,
+                         config->queen_encryption_old_keys, NULL, 0);
+    return self;
+}
+
+void
+qn_http_seal_destroy (qn_http_seal_t **self_p)
+{
+    qn_http_seal_t *self = *self_p;
+    if (!self)
+        return;
+    qn_hashmap_each (self->queues, s_qconf_free_entry, NULL);
+    qn_hashmap_destroy (&self->queues);
+    qn_crypto_keys_destroy (&self->ring);
+    free (self);
+    *self_p = NULL;
+}
+
 const qn_crypto_keys_t *
 qn_hw_keys (qn_codec_t *codec)
 {
-    if (!s_enc.ring) {
-        //  The settings were checked at start: this load cannot fail.
-        const qn_config_t *cfg = qn_codec_config (codec);
-        s_enc.ring = qn_crypto_keys_new ();
-        qn_crypto_keys_load (s_enc.ring, cfg->queen_encryption_key,
-                             cfg->queen_encryption_old_keys, NULL, 0);
-    }
-    return s_enc.ring;
+    return qn_codec_seal (codec)->ring;
 }
 
 //  The ring when this broker encrypts (it has a current key), else NULL.
@@ -136,20 +156,19 @@ s_qconf_free_entry (void *arg, uint64_t key, void *value)
 
 //  Records what the database (or configure) says about a queue now.
 static void
-s_qconf_put (const char *tenant, const char *name, size_t len, bool encrypted)
+s_qconf_put (qn_http_seal_t *self, const char *tenant, const char *name, size_t len,
+             bool encrypted)
 {
-    if (!s_enc.queues)
-        s_enc.queues = qn_hashmap_new ();
     uint64_t h = s_qconf_hash (tenant, name, len);
-    s_qconf_t *q = qn_hashmap_get (s_enc.queues, h);
+    s_qconf_t *q = qn_hashmap_get (self->queues, h);
     if (!s_qconf_is (q, tenant, name, len)) {
         if (q)                  //  Hash collision: the newer queue wins
-            s_qconf_free_entry (NULL, h, qn_hashmap_remove (s_enc.queues, h));
+            s_qconf_free_entry (NULL, h, qn_hashmap_remove (self->queues, h));
         else
-        if (qn_hashmap_size (s_enc.queues) >= S_QCONF_MAX) {
-            qn_hashmap_each (s_enc.queues, s_qconf_free_entry, NULL);
-            qn_hashmap_destroy (&s_enc.queues);
-            s_enc.queues = qn_hashmap_new ();
+        if (qn_hashmap_size (self->queues) >= S_QCONF_MAX) {
+            qn_hashmap_each (self->queues, s_qconf_free_entry, NULL);
+            qn_hashmap_destroy (&self->queues);
+            self->queues = qn_hashmap_new ();
         }
         size_t tlen = strlen (tenant);
         q = qn_zalloc (sizeof *q);
@@ -157,7 +176,7 @@ s_qconf_put (const char *tenant, const char *name, size_t len, bool encrypted)
         q->key = qn_malloc (q->key_len);
         memcpy (q->key, tenant, tlen + 1);
         memcpy (q->key + tlen + 1, name, len);
-        qn_hashmap_put (s_enc.queues, h, q);
+        qn_hashmap_put (self->queues, h, q);
     }
     q->encrypted = encrypted;
     q->checked_ms = qn_now_ms ();
@@ -166,10 +185,9 @@ s_qconf_put (const char *tenant, const char *name, size_t len, bool encrypted)
 //  1 when the queue is known to be encrypted, 0 known not to be, -1 when
 //  not confirmed within S_QCONF_TTL_MS.
 static int
-s_qconf_get (const char *tenant, const char *name, size_t len)
+s_qconf_get (qn_http_seal_t *self, const char *tenant, const char *name, size_t len)
 {
-    s_qconf_t *q = s_enc.queues
-                 ? qn_hashmap_get (s_enc.queues, s_qconf_hash (tenant, name, len)) : NULL;
+    s_qconf_t *q = qn_hashmap_get (self->queues, s_qconf_hash (tenant, name, len));
     if (!s_qconf_is (q, tenant, name, len) || qn_now_ms () - q->checked_ms > S_QCONF_TTL_MS)
         return -1;
     return q->encrypted;
@@ -192,7 +210,7 @@ s_seal_and_send (qn_codec_t *codec, qn_http_ctx_t *ctx, qn_hw_call_t *c, qn_hw_s
         const char *q;
         size_t qlen;
         if (!it || qn_hw_text (&c->doc, it->queue, &scratch, &q, &qlen) < 0
-        ||  s_qconf_get (ctx->tenant, q, qlen) == 0)
+        ||  s_qconf_get (qn_codec_seal (codec), ctx->tenant, q, qlen) == 0)
             continue;
         if (!c->sealed)
             c->sealed = qn_zalloc (c->count * sizeof *c->sealed);
@@ -213,7 +231,7 @@ s_seal_and_send (qn_codec_t *codec, qn_http_ctx_t *ctx, qn_hw_call_t *c, qn_hw_s
         const char *q;
         size_t qlen, len = 0;
         if (qn_hw_text (&c->doc, x->queue, &scratch, &q, &qlen) < 0
-        ||  s_qconf_get (ctx->tenant, q, qlen) == 0)
+        ||  s_qconf_get (qn_codec_seal (codec), ctx->tenant, q, qlen) == 0)
             continue;
         const char *raw = x->payload >= 0 ? qn_json_raw (&c->doc, x->payload, &len) : NULL;
         if (!raw) {
@@ -257,15 +275,15 @@ s_on_qconf (qn_codec_t *codec, qn_http_ctx_t *ctx, qn_pg_result_t *res, void *ar
             size_t qlen;
             int tok = s_queue_tok (c, i);
             if (tok >= 0 && qn_hw_text (&c->doc, tok, &scratch, &q, &qlen) >= 0
-            &&  s_qconf_get (ctx->tenant, q, qlen) < 0)
-                s_qconf_put (ctx->tenant, q, qlen, false);
+            &&  s_qconf_get (qn_codec_seal (codec), ctx->tenant, q, qlen) < 0)
+                s_qconf_put (qn_codec_seal (codec), ctx->tenant, q, qlen, false);
         }
         qn_buf_free (&scratch);
         for (uint32_t r = 0; r < res->row_count; r++) {
             const char *q;
             size_t qlen;
             if (qn_hw_col_str (res, r, 0, &q, &qlen))
-                s_qconf_put (ctx->tenant, q, qlen, qn_hw_col_bool (res, r, 1) == 1);
+                s_qconf_put (qn_codec_seal (codec), ctx->tenant, q, qlen, qn_hw_col_bool (res, r, 1) == 1);
         }
     }
     else
@@ -296,7 +314,7 @@ qn_hw_seal_then (qn_codec_t *codec, qn_http_ctx_t *ctx, qn_hw_call_t *c, qn_hw_s
         size_t qlen;
         int tok = s_queue_tok (c, i);
         if (tok < 0 || qn_hw_text (&c->doc, tok, &scratch, &q, &qlen) < 0
-        ||  s_qconf_get (ctx->tenant, q, qlen) >= 0)
+        ||  s_qconf_get (qn_codec_seal (codec), ctx->tenant, q, qlen) >= 0)
             continue;
         uint64_t h = s_qconf_hash ("", q, qlen);
         if (qn_hashmap_get (seen, h))
@@ -310,16 +328,14 @@ qn_hw_seal_then (qn_codec_t *codec, qn_http_ctx_t *ctx, qn_hw_call_t *c, qn_hw_s
     qn_buf_free (&scratch);
     int rc = -1;
     if (unconfirmed && qn_codec_db_up (codec)) {
+        qn_pg_args_t args;
+        qn_pg_args_init (&args);
+        qn_pg_args_cstr (&args, ctx->tenant);
+        qn_pg_args_str (&args, names.data, names.len);
         msgpack_sbuffer sb;
         msgpack_sbuffer_init (&sb);
-        msgpack_packer pk;
-        msgpack_packer_init (&pk, &sb, msgpack_sbuffer_write);
-        msgpack_pack_array (&pk, 3);
-        msgpack_pack_uint32 (&pk, QN_SQL_RAW);
-        qn_hw_pack_cstr (&pk, s_qconf_sql);
-        msgpack_pack_array (&pk, 2);
-        qn_hw_pack_cstr (&pk, ctx->tenant);
-        qn_hw_pack_strn (&pk, names.data, names.len);
+        qn_msg_pg_exec_encode (&sb, QN_SQL_RAW, s_qconf_sql, &args);
+        qn_pg_args_free (&args);
         s_qconf_ask_t *ask = qn_zalloc (sizeof *ask);
         ask->c = c;
         ask->then = then;
@@ -346,7 +362,7 @@ qn_hw_configured_encryption (qn_codec_t *codec, qn_http_ctx_t *ctx, const char *
     bool enc = false;
     if (qn_json_parse (&doc, opts, opts_len, 4) == 0
     &&  qn_json_bool (&doc, qn_json_get (&doc, 0, "encryptionEnabled"), &enc) == 0) {
-        s_qconf_put (ctx->tenant, queue, strlen (queue), enc);
+        s_qconf_put (qn_codec_seal (codec), ctx->tenant, queue, strlen (queue), enc);
         if (enc && !s_ring (codec))
             qn_warn ("queue has encryptionEnabled but QUEEN_ENCRYPTION_KEY is unset:"
                      " payloads are stored in plaintext: queue=%s", queue);

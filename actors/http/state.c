@@ -124,25 +124,6 @@ qn_hs_field (const qn_json_doc_t *doc, const char *key)
 }
 
 // ------------------------------------------------------------------ packing and results
-void
-qn_hs_pack_strn (msgpack_packer *pk, const char *s, size_t len)
-{
-    msgpack_pack_str (pk, len);
-    msgpack_pack_str_body (pk, s, len);
-}
-
-void
-qn_hs_pack_str (msgpack_packer *pk, const char *s)
-{
-    qn_hs_pack_strn (pk, s, strlen (s));
-}
-
-void
-qn_hs_pack_bin (msgpack_packer *pk, const char *s, size_t len)
-{
-    msgpack_pack_bin (pk, len);
-    msgpack_pack_bin_body (pk, s, len);
-}
 
 //  Column c of row r, or NULL.
 const msgpack_object *
@@ -274,10 +255,10 @@ qn_hs_reply_buf (qn_http_ctx_t *ctx, int status, qn_buf_t *b)
 //  Sends the statement; answers 503 when it cannot be sent (then cb is not
 //  called and `call` is freed).
 void
-qn_hs_exec (qn_codec_t *codec, qn_http_ctx_t *ctx, uint32_t stmt, msgpack_sbuffer *params,
+qn_hs_exec (qn_codec_t *codec, qn_http_ctx_t *ctx, uint32_t stmt, const qn_pg_args_t *args,
             qn_codec_result_fn *cb, qn_hs_call_t *call)
 {
-    int rc = qn_codec_exec (codec, ctx, "pg_writer", stmt, NULL, params->data, params->size, cb, call);
+    int rc = qn_codec_exec_args (codec, ctx, "pg_writer", stmt, NULL, args, cb, call);
     if (rc) {
         free (call);
         qn_http_reply_errorf (ctx, 503, "database unavailable: %s", qn_strerror (rc));

@@ -31,9 +31,6 @@ bool qn_hs_query_int (qn_http_ctx_t *ctx, const char *name, int64_t min, int64_t
 const char *qn_hs_query_text (qn_http_ctx_t *ctx, const char *name, size_t *len, bool *ok);
 int qn_hs_json_text (const qn_json_doc_t *doc, int tok, qn_buf_t *scratch);
 int qn_hs_field (const qn_json_doc_t *doc, const char *key);
-void qn_hs_pack_strn (msgpack_packer *pk, const char *s, size_t len);
-void qn_hs_pack_str (msgpack_packer *pk, const char *s);
-void qn_hs_pack_bin (msgpack_packer *pk, const char *s, size_t len);
 const msgpack_object *qn_hs_col (const qn_pg_result_t *res, uint32_t r, uint32_t c);
 bool qn_hs_col_int (const qn_pg_result_t *res, uint32_t r, uint32_t c, int64_t *out);
 bool qn_hs_col_span (const qn_pg_result_t *res, uint32_t r, uint32_t c, const char **p, size_t *len);
@@ -44,7 +41,7 @@ void qn_hs_jw_json (qn_jw_t *w, const char *key, const qn_pg_result_t *res, uint
 void qn_hs_jw_payload (qn_codec_t *codec, qn_jw_t *w, const qn_pg_result_t *res, uint32_t r,
                        uint32_t c, uint32_t enc_c);
 void qn_hs_reply_buf (qn_http_ctx_t *ctx, int status, qn_buf_t *b);
-void qn_hs_exec (qn_codec_t *codec, qn_http_ctx_t *ctx, uint32_t stmt, msgpack_sbuffer *params,
+void qn_hs_exec (qn_codec_t *codec, qn_http_ctx_t *ctx, uint32_t stmt, const qn_pg_args_t *args,
                  qn_codec_result_fn *cb, qn_hs_call_t *call);
 bool qn_hs_failed (qn_http_ctx_t *ctx, qn_pg_result_t *res);
 bool qn_hs_found (qn_http_ctx_t *ctx, const qn_pg_result_t *res, const char *not_found);

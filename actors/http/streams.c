@@ -20,7 +20,9 @@
 */
 #include "actors/http/write.h"
 #include "actors/pg/statements.h"
+#include "wire/json_compact.h"
 
+#include <assert.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -218,23 +220,17 @@ s_queries (qn_codec_t *codec, qn_http_ctx_t *ctx)
         qn_http_reply_error (ctx, 400, "reset must be a boolean");
         goto done;
     }
-    msgpack_sbuffer sb;
-    msgpack_sbuffer_init (&sb);
-    msgpack_packer pk;
-    msgpack_packer_init (&pk, &sb, msgpack_sbuffer_write);
-    msgpack_pack_array (&pk, 6);
-    qn_hw_pack_cstr (&pk, ctx->tenant);
-    qn_hw_pack_cstr (&pk, r->name);
-    qn_hw_pack_cstr (&pk, r->source);
-    if (r->sink)
-        qn_hw_pack_cstr (&pk, r->sink);
-    else
-        msgpack_pack_nil (&pk);
-    qn_hw_pack_cstr (&pk, r->hash);
-    reset ? msgpack_pack_true (&pk) : msgpack_pack_false (&pk);
-    if (qn_hw_exec (codec, ctx, QN_SQL_STREAMS_REGISTER, &sb, s_on_registered, r) == 0)
+    qn_pg_args_t args;
+    qn_pg_args_init (&args);
+    qn_pg_args_cstr (&args, ctx->tenant);
+    qn_pg_args_cstr (&args, r->name);
+    qn_pg_args_cstr (&args, r->source);
+    qn_pg_args_cstr (&args, r->sink);           //  NULL: no sink
+    qn_pg_args_cstr (&args, r->hash);
+    qn_pg_args_bool (&args, reset);
+    if (qn_hw_exec_args (codec, ctx, QN_SQL_STREAMS_REGISTER, &args, s_on_registered, r) == 0)
         r = NULL;
-    msgpack_sbuffer_destroy (&sb);
+    qn_pg_args_free (&args);
 done:
     qn_buf_free (&scratch);
     s_reg_free (r);
@@ -500,11 +496,12 @@ s_items_check (qn_http_ctx_t *ctx, qn_hw_call_t *c, qn_buf_t *scratch)
     return 0;
 }
 
-//  Packs the op arrays (types, keys, values as JSON text).
+//  The op arrays as three parameters (types, keys, values as JSON text).
 static void
-s_pack_ops (msgpack_packer *pk, const qn_json_doc_t *doc, const s_cycle_t *cy, qn_buf_t *scratch)
+s_args_ops (qn_pg_args_t *args, const qn_json_doc_t *doc, const s_cycle_t *cy, qn_buf_t *scratch)
 {
     for (int f = 0; f < 3; f++) {
+        msgpack_packer *pk = qn_pg_args_value (args);
         msgpack_pack_array (pk, cy->nops);
         for (int t = cy->ops >= 0 ? qn_json_first (doc, cy->ops) : -1; t >= 0;
              t = qn_json_next_sibling (doc, cy->ops, t)) {
@@ -535,31 +532,29 @@ s_cycle_send (qn_codec_t *codec, qn_http_ctx_t *ctx, qn_hw_call_t *c)
     s_cycle_t *cy = c->ext;
     const qn_json_doc_t *doc = &c->doc;
     qn_buf_t scratch = QN_BUF_INIT;
-    msgpack_sbuffer sb;
-    msgpack_sbuffer_init (&sb);
-    msgpack_packer pk;
-    msgpack_packer_init (&pk, &sb, msgpack_sbuffer_write);
-    msgpack_pack_array (&pk, 21);
-    qn_hw_pack_cstr (&pk, ctx->tenant);
-    qn_hw_pack_cstr (&pk, cy->query);
-    qn_hw_pack_cstr (&pk, cy->partition);
-    qn_hw_pack_tok (&pk, doc, cy->group, &scratch);
-    s_pack_ops (&pk, doc, cy, &scratch);
-    qn_hw_pack_push_arrays (&pk, c, "null", &scratch);
-    qn_hw_pack_not_before (&pk, c);
-    qn_hw_pack_tok (&pk, doc, cy->ack >= 0 ? cy->a.txn : -1, &scratch);
+    qn_pg_args_t args;
+    qn_pg_args_init (&args);
+    qn_pg_args_cstr (&args, ctx->tenant);
+    qn_pg_args_cstr (&args, cy->query);
+    qn_pg_args_cstr (&args, cy->partition);
+    qn_hw_pack_tok (qn_pg_args_value (&args), doc, cy->group, &scratch);
+    s_args_ops (&args, doc, cy, &scratch);
+    qn_hw_pack_push_arrays (qn_pg_args_values (&args, 7), c, "null", &scratch);
+    qn_hw_pack_not_before (qn_pg_args_value (&args), c);
+    qn_hw_pack_tok (qn_pg_args_value (&args), doc, cy->ack >= 0 ? cy->a.txn : -1, &scratch);
     if (cy->ack >= 0 && cy->a.has_seq)
-        msgpack_pack_int64 (&pk, cy->a.seq);
+        qn_pg_args_int (&args, cy->a.seq);
     else
-        msgpack_pack_nil (&pk);
-    qn_hw_pack_tok (&pk, doc, cy->ack >= 0 ? cy->a.lease : -1, &scratch);
-    qn_hw_pack_tok (&pk, doc, cy->ack >= 0 ? cy->a.status : -1, &scratch);
-    qn_hw_pack_error (&pk, doc, cy->ack >= 0 ? cy->a.error : -1, &scratch);
-    cy->release ? msgpack_pack_true (&pk) : msgpack_pack_false (&pk);
+        qn_pg_args_null (&args);
+    qn_hw_pack_tok (qn_pg_args_value (&args), doc, cy->ack >= 0 ? cy->a.lease : -1, &scratch);
+    qn_hw_pack_tok (qn_pg_args_value (&args), doc, cy->ack >= 0 ? cy->a.status : -1, &scratch);
+    qn_hw_pack_error (qn_pg_args_value (&args), doc, cy->ack >= 0 ? cy->a.error : -1, &scratch);
+    qn_pg_args_bool (&args, cy->release);
     qn_buf_free (&scratch);
-    if (qn_hw_exec (codec, ctx, QN_SQL_STREAMS_CYCLE, &sb, s_on_cycle, c))
+    assert (args.count == 21);
+    if (qn_hw_exec_args (codec, ctx, QN_SQL_STREAMS_CYCLE, &args, s_on_cycle, c))
         qn_hw_call_free (c);
-    msgpack_sbuffer_destroy (&sb);
+    qn_pg_args_free (&args);
 }
 
 static void
@@ -634,7 +629,7 @@ s_on_state (qn_codec_t *codec, qn_http_ctx_t *ctx, qn_pg_result_t *res, void *ar
             s_reply_fail (ctx, 500, res->message && res->message [0] ? res->message : "database error", true);
         return;
     }
-    qn_buf_t b = QN_BUF_INIT;
+    qn_buf_t b = QN_BUF_INIT, scratch = QN_BUF_INIT;
     qn_jw_t w;
     qn_jw_init (&w, &b);
     qn_jw_obj (&w);
@@ -651,7 +646,12 @@ s_on_state (qn_codec_t *codec, qn_http_ctx_t *ctx, qn_pg_result_t *res, void *ar
         qn_jw_obj (&w);
         qn_jw_key (&w, "key");
         qn_jw_strn (&w, key, klen);
-        qn_jw_kraw (&w, "value", value, vlen);      //  jsonb text: valid JSON
+        //  jsonb text ({"a": 1}) in the broker's compact spelling.
+        qn_buf_reset (&scratch);
+        if (qn_json_compact (value, vlen, NULL, &scratch))
+            qn_jw_knull (&w, "value");
+        else
+            qn_jw_kraw (&w, "value", scratch.data, scratch.len);
         if (qn_hw_col_int (res, r, 2, &at)) {
             s_ts_offset (at, ts);
             qn_jw_kstr (&w, "updated_at", ts);
@@ -662,6 +662,7 @@ s_on_state (qn_codec_t *codec, qn_http_ctx_t *ctx, qn_pg_result_t *res, void *ar
     }
     qn_jw_arr_end (&w);
     qn_jw_obj_end (&w);
+    qn_buf_free (&scratch);
     qn_hw_reply_buf (ctx, 200, &b);
 }
 
@@ -673,8 +674,8 @@ s_state_get (qn_codec_t *codec, qn_http_ctx_t *ctx)
     qn_buf_t scratch = QN_BUF_INIT;
     char query [QN_ID_STR_LEN + 1], partition [QN_ID_STR_LEN + 1];
     const char *why;
-    msgpack_sbuffer sb;
-    msgpack_sbuffer_init (&sb);
+    qn_pg_args_t args;
+    qn_pg_args_init (&args);
     if (s_object_body (ctx, &doc)
     ||  s_uuid_field (ctx, &doc, "query_id", true, &scratch, query)
     ||  s_uuid_field (ctx, &doc, "partition_id", true, &scratch, partition))
@@ -701,33 +702,27 @@ s_state_get (qn_codec_t *codec, qn_http_ctx_t *ctx)
         qn_http_reply_error (ctx, 400, "ripe_at_or_before must be a number (epoch ms)");
         goto done;
     }
-    msgpack_packer pk;
-    msgpack_packer_init (&pk, &sb, msgpack_sbuffer_write);
-    msgpack_pack_array (&pk, 6);
-    qn_hw_pack_cstr (&pk, ctx->tenant);
-    qn_hw_pack_cstr (&pk, query);
-    qn_hw_pack_cstr (&pk, partition);
+    qn_pg_args_cstr (&args, ctx->tenant);
+    qn_pg_args_cstr (&args, query);
+    qn_pg_args_cstr (&args, partition);
     if (keys >= 0) {
-        msgpack_pack_array (&pk, (uint32_t) qn_json_size (&doc, keys));
+        msgpack_packer *pk = qn_pg_args_value (&args);
+        msgpack_pack_array (pk, (uint32_t) qn_json_size (&doc, keys));
         for (int t = qn_json_first (&doc, keys); t >= 0; t = qn_json_next_sibling (&doc, keys, t))
-            qn_hw_pack_tok (&pk, &doc, t, &scratch);
+            qn_hw_pack_tok (pk, &doc, t, &scratch);
     }
     else
-        msgpack_pack_nil (&pk);
-    qn_hw_pack_tok (&pk, &doc, prefix, &scratch);
-    if (ripe >= 0) {
-        size_t len;
-        const char *raw = qn_json_raw (&doc, ripe, &len);
-        qn_hw_pack_strn (&pk, raw, len);
-    }
-    else
-        msgpack_pack_nil (&pk);
-    int rc = qn_codec_exec (codec, ctx, "pg_reader", QN_SQL_STREAMS_STATE_GET, NULL, sb.data, sb.size,
-                            s_on_state, NULL);
+        qn_pg_args_null (&args);
+    qn_hw_pack_tok (qn_pg_args_value (&args), &doc, prefix, &scratch);
+    size_t ripe_len = 0;
+    const char *ripe_raw = ripe >= 0 ? qn_json_raw (&doc, ripe, &ripe_len) : NULL;
+    qn_pg_args_str (&args, ripe_raw, ripe_len);
+    int rc = qn_codec_exec_args (codec, ctx, "pg_reader", QN_SQL_STREAMS_STATE_GET, NULL, &args,
+                                 s_on_state, NULL);
     if (rc)
         qn_http_reply_errorf (ctx, 503, "database unavailable: %s", qn_strerror (rc));
 done:
-    msgpack_sbuffer_destroy (&sb);
+    qn_pg_args_free (&args);
     qn_buf_free (&scratch);
     qn_json_doc_free (&doc);
 }

@@ -143,39 +143,36 @@ s_timer_send (qn_codec_t *codec, qn_http_ctx_t *ctx, qn_hw_call_t *c)
     const qn_hw_extra_t *x = &c->extra [tm->extra];
     bool sealed = x->sealed.len > 0;
     qn_buf_t scratch = QN_BUF_INIT;
-    msgpack_sbuffer sb;
-    msgpack_sbuffer_init (&sb);
-    msgpack_packer pk;
-    msgpack_packer_init (&pk, &sb, msgpack_sbuffer_write);
-    msgpack_pack_array (&pk, 10);
-    qn_hs_pack_str (&pk, ctx->tenant);
-    qn_hs_pack_str (&pk, tm->timer_id);
-    qn_hw_pack_tok (&pk, &c->doc, tm->queue, &scratch);
-    qn_hw_pack_tok (&pk, &c->doc, tm->partition, &scratch);
+    qn_pg_args_t args;
+    qn_pg_args_init (&args);
+    qn_pg_args_cstr (&args, ctx->tenant);
+    qn_pg_args_cstr (&args, tm->timer_id);
+    qn_hw_pack_tok (qn_pg_args_value (&args), &c->doc, tm->queue, &scratch);
+    qn_hw_pack_tok (qn_pg_args_value (&args), &c->doc, tm->partition, &scratch);
     if (sealed)
-        qn_hs_pack_bin (&pk, x->sealed.data, x->sealed.len);
+        qn_pg_args_bin (&args, x->sealed.data, x->sealed.len);
     else {
         size_t len;
         const char *raw = qn_json_raw (&c->doc, tm->payload, &len);
-        qn_hs_pack_bin (&pk, raw, len);
+        qn_pg_args_bin (&args, raw, len);
     }
     if (tm->txn >= 0)
-        qn_hw_pack_tok (&pk, &c->doc, tm->txn, &scratch);
+        qn_hw_pack_tok (qn_pg_args_value (&args), &c->doc, tm->txn, &scratch);
     else
-        qn_hs_pack_str (&pk, tm->minted_txn);
-    tm->txn >= 0 ? msgpack_pack_true (&pk) : msgpack_pack_false (&pk);
-    tm->has_at ? msgpack_pack_int64 (&pk, tm->at_us) : msgpack_pack_nil (&pk);
-    tm->has_at ? msgpack_pack_nil (&pk) : msgpack_pack_int64 (&pk, tm->delay_ms);
+        qn_pg_args_cstr (&args, tm->minted_txn);
+    qn_pg_args_bool (&args, tm->txn >= 0);
+    tm->has_at ? qn_pg_args_int (&args, tm->at_us) : qn_pg_args_null (&args);
+    tm->has_at ? qn_pg_args_null (&args) : qn_pg_args_int (&args, tm->delay_ms);
     //  Sealed: the keyed digest of the plaintext stands for the payload in
     //  the fingerprint (the envelope differs at every create).
     if (sealed)
-        qn_hs_pack_bin (&pk, (const char *) x->digest, sizeof x->digest);
+        qn_pg_args_bin (&args, x->digest, sizeof x->digest);
     else
-        msgpack_pack_nil (&pk);
+        qn_pg_args_null (&args);
     qn_hs_call_t *call = qn_zalloc (sizeof *call);
     memcpy (call->timer_id, tm->timer_id, sizeof call->timer_id);
-    qn_hs_exec (codec, ctx, QN_SQL_TIMER_CREATE, &sb, s_on_timer_created, call);
-    msgpack_sbuffer_destroy (&sb);
+    qn_hs_exec (codec, ctx, QN_SQL_TIMER_CREATE, &args, s_on_timer_created, call);
+    qn_pg_args_free (&args);
     qn_buf_free (&scratch);
     qn_hw_call_free (c);
 }
@@ -268,15 +265,12 @@ s_timer_exec (qn_codec_t *codec, qn_http_ctx_t *ctx, uint32_t stmt, qn_codec_res
     const char *id = qn_hs_param (ctx, 0, "timerId", &len);
     if (!id)
         return;
-    msgpack_sbuffer sb;
-    msgpack_sbuffer_init (&sb);
-    msgpack_packer pk;
-    msgpack_packer_init (&pk, &sb, msgpack_sbuffer_write);
-    msgpack_pack_array (&pk, 2);
-    qn_hs_pack_str (&pk, ctx->tenant);
-    qn_hs_pack_strn (&pk, id, len);
-    qn_hs_exec (codec, ctx, stmt, &sb, cb, NULL);
-    msgpack_sbuffer_destroy (&sb);
+    qn_pg_args_t args;
+    qn_pg_args_init (&args);
+    qn_pg_args_cstr (&args, ctx->tenant);
+    qn_pg_args_str (&args, id, len);
+    qn_hs_exec (codec, ctx, stmt, &args, cb, NULL);
+    qn_pg_args_free (&args);
 }
 
 void
@@ -404,22 +398,19 @@ qn_hs_timer_list (qn_codec_t *codec, qn_http_ctx_t *ctx)
     }
     qn_hs_call_t *call = qn_zalloc (sizeof *call);
     call->limit = limit;
-    msgpack_sbuffer sb;
-    msgpack_sbuffer_init (&sb);
-    msgpack_packer pk;
-    msgpack_packer_init (&pk, &sb, msgpack_sbuffer_write);
-    msgpack_pack_array (&pk, 5);
-    qn_hs_pack_str (&pk, ctx->tenant);
-    queue && queue_len ? qn_hs_pack_strn (&pk, queue, queue_len) : msgpack_pack_nil (&pk);
+    qn_pg_args_t args;
+    qn_pg_args_init (&args);
+    qn_pg_args_cstr (&args, ctx->tenant);
+    qn_pg_args_str (&args, queue && queue_len ? queue : NULL, queue_len);
     if (after && after_len) {
-        msgpack_pack_int64 (&pk, due);
-        msgpack_pack_int64 (&pk, id);
+        qn_pg_args_int (&args, due);
+        qn_pg_args_int (&args, id);
     }
     else {
-        msgpack_pack_nil (&pk);
-        msgpack_pack_nil (&pk);
+        qn_pg_args_null (&args);
+        qn_pg_args_null (&args);
     }
-    msgpack_pack_int64 (&pk, limit + 1);
-    qn_hs_exec (codec, ctx, QN_SQL_TIMER_LIST, &sb, s_on_timer_list, call);
-    msgpack_sbuffer_destroy (&sb);
+    qn_pg_args_int (&args, limit + 1);
+    qn_hs_exec (codec, ctx, QN_SQL_TIMER_LIST, &args, s_on_timer_list, call);
+    qn_pg_args_free (&args);
 }

@@ -400,37 +400,49 @@ qn_hw_pack_not_before (msgpack_packer *pk, const qn_hw_call_t *c)
     }
 }
 
+//  Column `col` (0..6) of the acks as one array: group, partition id, txn,
+//  seq, status, lease, error.
+static void
+s_pack_ack_column (msgpack_packer *pk, const qn_json_doc_t *doc, const qn_hw_ack_t *const *acks,
+                   uint32_t n, int group, qn_buf_t *scratch, int col)
+{
+    msgpack_pack_array (pk, n);
+    for (uint32_t i = 0; i < n; i++)
+        switch (col) {
+            case 0: qn_hw_pack_tok (pk, doc, group >= 0 ? group : acks [i]->group, scratch); break;
+            case 1: msgpack_pack_int64 (pk, acks [i]->pid); break;
+            case 2: qn_hw_pack_tok (pk, doc, acks [i]->txn, scratch); break;
+            case 3:
+                if (acks [i]->has_seq)
+                    msgpack_pack_int64 (pk, acks [i]->seq);
+                else
+                    msgpack_pack_nil (pk);
+                break;
+            case 4:
+                if (acks [i]->status >= 0)
+                    qn_hw_pack_tok (pk, doc, acks [i]->status, scratch);
+                else
+                    qn_hw_pack_cstr (pk, "completed");
+                break;
+            case 5: qn_hw_pack_tok (pk, doc, acks [i]->lease, scratch); break;
+            default: qn_hw_pack_error (pk, doc, acks [i]->error, scratch); break;
+        }
+}
+
 void
 qn_hw_pack_acks (msgpack_packer *pk, const qn_json_doc_t *doc, const qn_hw_ack_t *const *acks,
                  uint32_t n, int group, qn_buf_t *scratch)
 {
-    msgpack_pack_array (pk, n);
-    for (uint32_t i = 0; i < n; i++)
-        qn_hw_pack_tok (pk, doc, group >= 0 ? group : acks [i]->group, scratch);
-    msgpack_pack_array (pk, n);
-    for (uint32_t i = 0; i < n; i++)
-        msgpack_pack_int64 (pk, acks [i]->pid);
-    msgpack_pack_array (pk, n);
-    for (uint32_t i = 0; i < n; i++)
-        qn_hw_pack_tok (pk, doc, acks [i]->txn, scratch);
-    msgpack_pack_array (pk, n);
-    for (uint32_t i = 0; i < n; i++)
-        if (acks [i]->has_seq)
-            msgpack_pack_int64 (pk, acks [i]->seq);
-        else
-            msgpack_pack_nil (pk);
-    msgpack_pack_array (pk, n);
-    for (uint32_t i = 0; i < n; i++)
-        if (acks [i]->status >= 0)
-            qn_hw_pack_tok (pk, doc, acks [i]->status, scratch);
-        else
-            qn_hw_pack_cstr (pk, "completed");
-    msgpack_pack_array (pk, n);
-    for (uint32_t i = 0; i < n; i++)
-        qn_hw_pack_tok (pk, doc, acks [i]->lease, scratch);
-    msgpack_pack_array (pk, n);
-    for (uint32_t i = 0; i < n; i++)
-        qn_hw_pack_error (pk, doc, acks [i]->error, scratch);
+    for (int col = 0; col < 7; col++)
+        s_pack_ack_column (pk, doc, acks, n, group, scratch, col);
+}
+
+void
+qn_hw_args_acks (qn_pg_args_t *args, const qn_json_doc_t *doc, const qn_hw_ack_t *const *acks,
+                 uint32_t n, int group, qn_buf_t *scratch)
+{
+    for (int col = 0; col < 7; col++)
+        s_pack_ack_column (qn_pg_args_value (args), doc, acks, n, group, scratch, col);
 }
 
 // ------------------------------------------------------------------ results
@@ -583,6 +595,18 @@ qn_hw_exec (qn_codec_t *codec, qn_http_ctx_t *ctx, uint32_t stmt, const msgpack_
             qn_codec_result_fn *cb, void *arg)
 {
     int rc = qn_codec_exec (codec, ctx, "pg_writer", stmt, NULL, sb->data, sb->size, cb, arg);
+    if (rc) {
+        qn_http_reply_errorf (ctx, 503, "database unavailable: %s", qn_strerror (rc));
+        return -1;
+    }
+    return 0;
+}
+
+int
+qn_hw_exec_args (qn_codec_t *codec, qn_http_ctx_t *ctx, uint32_t stmt, const qn_pg_args_t *args,
+                 qn_codec_result_fn *cb, void *arg)
+{
+    int rc = qn_codec_exec_args (codec, ctx, "pg_writer", stmt, NULL, args, cb, arg);
     if (rc) {
         qn_http_reply_errorf (ctx, 503, "database unavailable: %s", qn_strerror (rc));
         return -1;

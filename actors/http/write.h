@@ -155,6 +155,9 @@ void qn_hw_pack_not_before (msgpack_packer *pk, const qn_hw_call_t *c);
 //  overrides every item's consumerGroup.
 void qn_hw_pack_acks (msgpack_packer *pk, const qn_json_doc_t *doc, const qn_hw_ack_t *const *acks,
                       uint32_t n, int group, qn_buf_t *scratch);
+//  The same as seven parameters of args.
+void qn_hw_args_acks (qn_pg_args_t *args, const qn_json_doc_t *doc, const qn_hw_ack_t *const *acks,
+                      uint32_t n, int group, qn_buf_t *scratch);
 
 // ------------------------------------------------------------------ results
 const msgpack_object *qn_hw_col (const qn_pg_result_t *res, uint32_t r, uint32_t c);
@@ -185,8 +188,12 @@ bool qn_hw_db_unavailable (const qn_pg_result_t *res);
 //  which the client retries; nothing was applied.
 bool qn_hw_systemic (const qn_pg_result_t *res);
 
-//  Sends msgpack `sb` as PG_EXEC of stmt to pg_writer with cb; on a send
-//  failure answers 503 and returns -1 (cb is not called).
+//  Sends PG_EXEC of stmt with the parameters in `args` to pg_writer with
+//  cb; on a send failure answers 503 and returns -1 (cb is not called).
+//  qn_hw_exec: the same with the parameter array packed in `sb` (the
+//  files that still pack their own).
+int qn_hw_exec_args (qn_codec_t *codec, qn_http_ctx_t *ctx, uint32_t stmt, const qn_pg_args_t *args,
+                     qn_codec_result_fn *cb, void *arg);
 int qn_hw_exec (qn_codec_t *codec, qn_http_ctx_t *ctx, uint32_t stmt, const msgpack_sbuffer *sb,
                 qn_codec_result_fn *cb, void *arg);
 

@@ -17,6 +17,7 @@
 */
 #include "actors/actors.h"
 #include "wire/jwt.h"
+#include "wire/msg_jwks.h"
 
 #include <curl/curl.h>
 #include <msgpack.h>
@@ -55,10 +56,10 @@ s_publish (self_t *self)
     msgpack_sbuffer_init (&b);
     msgpack_packer pk;
     msgpack_packer_init (&pk, &b, msgpack_sbuffer_write);
-    msgpack_pack_array (&pk, 2);
-    msgpack_pack_uint64 (&pk, self->generation);
-    msgpack_pack_bin (&pk, self->good.len);
-    msgpack_pack_bin_body (&pk, self->good.data, self->good.len);
+    qn_msg_jwks_keys_t keys = {
+        .generation = self->generation, .json = self->good.data, .json_len = self->good.len
+    };
+    qn_msg_jwks_keys_encode (&pk, &keys);
     qn_publish (self->kernel, "jwks", QN_MSG_JWKS_KEYS, b.data, b.size);
     msgpack_sbuffer_destroy (&b);
 }
@@ -272,8 +273,9 @@ s_on_start (void *self_, const qn_env_t *env)
 static int
 s_on_refresh (void *self_, const qn_env_t *env)
 {
-    (void) env;
     self_t *self = self_;
+    if (qn_msg_jwks_refresh_decode (env->body.ptr, env->body.len))
+        return QN_EPROTO;
     if (!self->url || self->easy)
         return 0;
     if (qn_now_ms () - self->started_ms >= S_FETCH_GAP_MS)

@@ -18,6 +18,7 @@
               with no connection up or being opened, jobs fail at once
 */
 #include "actors/pg/writer_int.h"
+#include "wire/msg_pg.h"
 #include "wire/pg_codec.h"
 
 #include <stdlib.h>
@@ -45,14 +46,6 @@ qn_pg_params (const qn_config_t *config, qn_pg_params_t *p, int connect_timeout_
 
 // ------------------------------------------------------------------ replies
 void
-qn_pgw_pack_str (msgpack_packer *pk, const char *s)
-{
-    size_t n = s ? strlen (s) : 0;
-    msgpack_pack_str (pk, n);
-    msgpack_pack_str_body (pk, s ? s : "", n);
-}
-
-void
 qn_pgw_send_reply (qn_pgw_t *self, const char *to, uint64_t corr, uint16_t type)
 {
     qn_msg_t msg = {
@@ -72,22 +65,17 @@ qn_pgw_reply_error (qn_pgw_t *self, const char *to, uint64_t corr, const char *s
     msgpack_sbuffer_clear (&self->reply);
     msgpack_packer pk;
     msgpack_packer_init (&pk, &self->reply, msgpack_sbuffer_write);
-    msgpack_pack_array (&pk, 5);
-    msgpack_pack_false (&pk);
-    qn_pgw_pack_str (&pk, sqlstate);
-    qn_pgw_pack_str (&pk, message);
-    qn_pgw_pack_str (&pk, detail);
-    msgpack_pack_array (&pk, 0);
+    qn_msg_pg_result_begin (&pk, false, sqlstate, message, detail, 0);
     qn_pgw_send_reply (self, to, corr, QN_MSG_PG_RESULT);
 }
 
-//  Packs rows [first, last) of res; with ord_base >= 0 column 0 (ord) is
-//  rebased for a request merged into a push batch.
+//  Packs rows [first, last) of res (the row array's elements: its header
+//  is packed by qn_msg_pg_result_begin); with ord_base >= 0 column 0 (ord)
+//  is rebased for a request merged into a push batch.
 void
 qn_pgw_pack_rows (msgpack_packer *pk, PGresult *res, int first, int last, int64_t ord_base)
 {
     int cols = PQnfields (res);
-    msgpack_pack_array (pk, (size_t) (last - first));
     for (int r = first; r < last; r++) {
         msgpack_pack_array (pk, (size_t) cols);
         for (int c = 0; c < cols; c++) {
@@ -112,11 +100,7 @@ qn_pgw_reply_rows (qn_pgw_t *self, const char *to, uint64_t corr, PGresult *res,
     msgpack_sbuffer_clear (&self->reply);
     msgpack_packer pk;
     msgpack_packer_init (&pk, &self->reply, msgpack_sbuffer_write);
-    msgpack_pack_array (&pk, 5);
-    msgpack_pack_true (&pk);
-    qn_pgw_pack_str (&pk, "00000");
-    qn_pgw_pack_str (&pk, "");
-    qn_pgw_pack_str (&pk, "");
+    qn_msg_pg_result_begin (&pk, true, "00000", "", "", (uint32_t) (last - first));
     qn_pgw_pack_rows (&pk, res, first, last, ord_base);
     qn_pgw_send_reply (self, to, corr, QN_MSG_PG_RESULT);
 }
@@ -200,14 +184,14 @@ qn_pgw_col_text (PGresult *res, int r, int c, int *len)
 //  Encodes the request's parameters for statement `stmt` (types from the
 //  catalogue) or as text for raw SQL.
 static int
-s_job_params (qn_pgw_job_t *j, const qn_sql_stmt_t *stmt, const msgpack_object *params,
+s_job_params (qn_pgw_job_t *j, const qn_sql_stmt_t *stmt, const qn_msg_pg_exec_t *exec,
               char *err, size_t err_len)
 {
-    if (params->type != MSGPACK_OBJECT_ARRAY || params->via.array.size > QN_SQL_MAX_PARAMS) {
+    if (exec->param_count > QN_SQL_MAX_PARAMS) {
         snprintf (err, err_len, "parameters must be an array of at most %d", QN_SQL_MAX_PARAMS);
         return -1;
     }
-    j->nparams = params->via.array.size;
+    j->nparams = exec->param_count;
     if (stmt && j->nparams != stmt->nparams) {
         snprintf (err, err_len, "statement %s takes %u parameters, got %u",
                   stmt->name, stmt->nparams, j->nparams);
@@ -216,7 +200,7 @@ s_job_params (qn_pgw_job_t *j, const qn_sql_stmt_t *stmt, const msgpack_object *
     for (uint32_t i = 0; i < j->nparams; i++) {
         uint32_t oid = stmt ? stmt->types [i] : 0;
         size_t at = j->params.len;
-        int rc = qn_pg_encode_param (oid, &params->via.array.ptr [i], &j->params, err, err_len);
+        int rc = qn_pg_encode_param (oid, &exec->params [i], &j->params, err, err_len);
         if (rc < 0)
             return -1;
         j->nulls [i] = rc == 1;
@@ -255,27 +239,25 @@ s_on_exec (void *self_, const qn_env_t *env)
     memcpy (j->reply_to, to, sizeof to);
     j->corr = env->corr;
     char err [160] = "";
-    if (msgpack_unpack_next (&msg, env->body.ptr, env->body.len, NULL) != MSGPACK_UNPACK_SUCCESS
-    ||  msg.data.type != MSGPACK_OBJECT_ARRAY || msg.data.via.array.size != 3
-    ||  msg.data.via.array.ptr [0].type != MSGPACK_OBJECT_POSITIVE_INTEGER) {
+    qn_msg_pg_exec_t exec;
+    if (qn_msg_pg_exec_decode (env->body.ptr, env->body.len, &msg, &exec)) {
         snprintf (err, sizeof err, "malformed PG_EXEC body");
         goto failed;
     }
-    const msgpack_object *f = msg.data.via.array.ptr;
-    j->stmt_id = (uint32_t) f [0].via.u64;
+    j->stmt_id = exec.stmt_id;
     const qn_sql_stmt_t *stmt = qn_sql_stmt (j->stmt_id);
     if (j->stmt_id != QN_SQL_RAW && !stmt) {
         snprintf (err, sizeof err, "unknown statement %u", j->stmt_id);
         goto failed;
     }
     if (j->stmt_id == QN_SQL_RAW) {
-        if (f [1].type != MSGPACK_OBJECT_STR) {
+        if (!exec.sql) {
             snprintf (err, sizeof err, "raw statement without SQL");
             goto failed;
         }
-        j->sql = qn_strndup (f [1].via.str.ptr, f [1].via.str.size);
+        j->sql = qn_strndup (exec.sql, exec.sql_len);
     }
-    if (s_job_params (j, stmt, &f [2], err, sizeof err))
+    if (s_job_params (j, stmt, &exec, err, sizeof err))
         goto failed;
     msgpack_unpacked_destroy (&msg);
     if (!qn_pgw_any_usable (self)) {

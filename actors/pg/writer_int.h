@@ -132,7 +132,6 @@ struct qn_pgw {
 
 // ------------------------------------------------------------------ writer.c
 void qn_pgw_pump (qn_pgw_t *self);
-void qn_pgw_pack_str (msgpack_packer *pk, const char *s);
 void qn_pgw_send_reply (qn_pgw_t *self, const char *to, uint64_t corr, uint16_t type);
 void qn_pgw_reply_error (qn_pgw_t *self, const char *to, uint64_t corr, const char *sqlstate,
                          const char *message, const char *detail);

@@ -20,6 +20,7 @@
 #include "actors/actors.h"
 #include "actors/pg/call.h"
 #include "actors/pg/statements.h"
+#include "wire/msg_pg.h"
 
 #include <msgpack.h>
 #include <stdlib.h>
@@ -76,20 +77,19 @@ s_on_run_reply (void *self_, void *arg, const qn_env_t *env)
     (void) arg;
     self_t *self = self_;
     self->running = false;
-    msgpack_unpacked res;
-    msgpack_unpacked_init (&res);
-    const msgpack_object *rows = NULL;
+    qn_pg_result_t res;
+    qn_pg_result_decode (env ? env->body.ptr : NULL, env ? env->body.len : 0, &res);
     char why [300];
-    if (!qn_pg_call_result (env, &res, &rows, why, sizeof why)) {
+    if (qn_pg_result_failed (&res, why, sizeof why)) {
         s_failed (self, "retention run", why);
-        msgpack_unpacked_destroy (&res);
+        qn_pg_result_free (&res);
         return;
     }
     self->failing = false;
     bool more = false;
     int64_t age = 0, completed = 0, evicted = 0, swept = 0, dropped = 0;
-    for (uint32_t r = 0; rows && r < rows->via.array.size; r++) {
-        const msgpack_object *row = &rows->via.array.ptr [r];
+    for (uint32_t r = 0; r < res.row_count; r++) {
+        const msgpack_object *row = &res.rows [r];
         if (row->type != MSGPACK_OBJECT_ARRAY || row->via.array.size != 2
         ||  row->via.array.ptr [0].type != MSGPACK_OBJECT_STR)
             continue;
@@ -116,7 +116,7 @@ s_on_run_reply (void *self_, void *arg, const qn_env_t *env)
         if (v >= S_BATCH || (v > 0 && s_job (job, "drop_segments")))
             more = true;
     }
-    msgpack_unpacked_destroy (&res);
+    qn_pg_result_free (&res);
     if (age + completed)
         qn_count (self->kernel, "retention_deleted", age + completed);
     if (evicted)
@@ -158,20 +158,19 @@ s_on_segments_reply (void *self_, void *arg, const qn_env_t *env)
     (void) arg;
     self_t *self = self_;
     self->segments_running = false;
-    msgpack_unpacked res;
-    msgpack_unpacked_init (&res);
-    const msgpack_object *rows = NULL;
+    qn_pg_result_t res;
+    qn_pg_result_decode (env ? env->body.ptr : NULL, env ? env->body.len : 0, &res);
     char why [300];
-    if (!qn_pg_call_result (env, &res, &rows, why, sizeof why))
+    if (qn_pg_result_failed (&res, why, sizeof why))
         s_failed (self, "ensure_segments", why);
     else
-    if (rows && rows->via.array.size == 1 && rows->via.array.ptr [0].type == MSGPACK_OBJECT_ARRAY
-    &&  rows->via.array.ptr [0].via.array.size == 1
-    &&  rows->via.array.ptr [0].via.array.ptr [0].type == MSGPACK_OBJECT_POSITIVE_INTEGER
-    &&  rows->via.array.ptr [0].via.array.ptr [0].via.u64 > 0)
+    if (res.row_count == 1 && res.rows [0].type == MSGPACK_OBJECT_ARRAY
+    &&  res.rows [0].via.array.size == 1
+    &&  res.rows [0].via.array.ptr [0].type == MSGPACK_OBJECT_POSITIVE_INTEGER
+    &&  res.rows [0].via.array.ptr [0].via.u64 > 0)
         qn_debug ("segments created: count=%llu",
-                  (unsigned long long) rows->via.array.ptr [0].via.array.ptr [0].via.u64);
-    msgpack_unpacked_destroy (&res);
+                  (unsigned long long) res.rows [0].via.array.ptr [0].via.u64);
+    qn_pg_result_free (&res);
 }
 
 static void

@@ -33,6 +33,7 @@
 #include "actors/pg/call.h"
 #include "actors/pg/committed.h"
 #include "actors/pg/statements.h"
+#include "wire/msg_pg.h"
 #include "base/hashmap.h"
 #include "base/heap.h"
 #include "wire/msg_timer_arm.h"
@@ -252,13 +253,13 @@ s_same_str (const msgpack_object *a, const msgpack_object *b)
 
 //  One "committed" event per distinct (tenant, queue) of a batch.
 static void
-s_wake_queues (self_t *self, const msgpack_object *rows)
+s_wake_queues (self_t *self, const qn_pg_result_t *res)
 {
     const msgpack_object *seen [S_DISTINCT_QUEUES][2];
     uint32_t nseen = 0;
-    for (uint32_t r = 0; r < rows->via.array.size; r++) {
-        const msgpack_object *st = qn_pg_call_col (rows, r, 1), *t = qn_pg_call_col (rows, r, 3),
-                             *q = qn_pg_call_col (rows, r, 4);
+    for (uint32_t r = 0; r < res->row_count; r++) {
+        const msgpack_object *st = qn_pg_result_col (res, r, 1), *t = qn_pg_result_col (res, r, 3),
+                             *q = qn_pg_result_col (res, r, 4);
         if (!s_str_is (st, "fired") || !t || !q || t->type != MSGPACK_OBJECT_STR
         ||  q->type != MSGPACK_OBJECT_STR)
             continue;
@@ -287,29 +288,28 @@ s_on_fired (void *self_, void *arg, const qn_env_t *env)
     s_batch_t *batch = arg;
     for (uint32_t i = 0; i < batch->count; i++)
         qn_hashmap_remove (self->known, (uint64_t) batch->ids [i]);
-    msgpack_unpacked res;
-    msgpack_unpacked_init (&res);
-    const msgpack_object *rows = NULL;
+    qn_pg_result_t res;
+    qn_pg_result_decode (env ? env->body.ptr : NULL, env ? env->body.len : 0, &res);
     char why [300];
-    if (!qn_pg_call_result (env, &res, &rows, why, sizeof why))
+    if (qn_pg_result_failed (&res, why, sizeof why))
         s_failed (&self->fire_failing, "timer fire", why);
     else
-    if (rows) {
+    if (res.rows) {
         s_succeeded (&self->fire_failing, "timer fire");
         int64_t fired = 0;
-        for (uint32_t r = 0; r < rows->via.array.size; r++) {
-            const msgpack_object *st = qn_pg_call_col (rows, r, 1);
+        for (uint32_t r = 0; r < res.row_count; r++) {
+            const msgpack_object *st = qn_pg_result_col (&res, r, 1);
             int64_t id = 0, due = 0;
-            if (!qn_pg_call_int (qn_pg_call_col (rows, r, 0), &id))
+            if (!qn_pg_call_int (qn_pg_result_col (&res, r, 0), &id))
                 continue;
             if (s_str_is (st, "fired"))
                 fired++;
             else
-            if (s_str_is (st, "early") && qn_pg_call_int (qn_pg_call_col (rows, r, 2), &due))
+            if (s_str_is (st, "early") && qn_pg_call_int (qn_pg_result_col (&res, r, 2), &due))
                 s_add (self, id, due);
             else
             if (s_str_is (st, "error")) {
-                const msgpack_object *e = qn_pg_call_col (rows, r, 5);
+                const msgpack_object *e = qn_pg_result_col (&res, r, 5);
                 qn_warn ("timer push failed, retrying in %d ms: id=%lld error=%.*s", S_RETRY_MS,
                          (long long) id, e && e->type == MSGPACK_OBJECT_STR ? (int) e->via.str.size : 0,
                          e && e->type == MSGPACK_OBJECT_STR ? e->via.str.ptr : "");
@@ -318,10 +318,10 @@ s_on_fired (void *self_, void *arg, const qn_env_t *env)
         }
         if (fired) {
             qn_count (self->kernel, "timers_fired", fired);
-            s_wake_queues (self, rows);
+            s_wake_queues (self, &res);
         }
     }
-    msgpack_unpacked_destroy (&res);
+    qn_pg_result_free (&res);
     free (batch->ids);
     batch->ids = NULL;
     batch->used = false;
@@ -376,28 +376,27 @@ s_on_loaded (void *self_, void *arg, const qn_env_t *env)
     (void) arg;
     self_t *self = self_;
     self->loading = false;
-    msgpack_unpacked res;
-    msgpack_unpacked_init (&res);
-    const msgpack_object *rows = NULL;
+    qn_pg_result_t res;
+    qn_pg_result_decode (env ? env->body.ptr : NULL, env ? env->body.len : 0, &res);
     char why [300];
-    if (!qn_pg_call_result (env, &res, &rows, why, sizeof why))
+    if (qn_pg_result_failed (&res, why, sizeof why))
         s_failed (&self->load_failing, "timer load", why);
     else {
         s_succeeded (&self->load_failing, "timer load");
-        uint32_t n = rows ? rows->via.array.size : 0;
+        uint32_t n = res.row_count;
         int64_t db_now = 0, now = qn_wall_us ();
         //  The database clock, read about halfway through the round trip.
-        if (n && qn_pg_call_int (qn_pg_call_col (rows, 0, 2), &db_now) && now - self->load_sent_us < 50000)
+        if (n && qn_pg_call_int (qn_pg_result_col (&res, 0, 2), &db_now) && now - self->load_sent_us < 50000)
             self->offset_us = db_now - (self->load_sent_us + now) / 2;
         for (uint32_t r = 0; r < n; r++) {
             int64_t id, due;
-            if (qn_pg_call_int (qn_pg_call_col (rows, r, 0), &id) && qn_pg_call_int (qn_pg_call_col (rows, r, 1), &due))
+            if (qn_pg_call_int (qn_pg_result_col (&res, r, 0), &id) && qn_pg_call_int (qn_pg_result_col (&res, r, 1), &due))
                 s_add (self, id, due);
         }
         self->load_full = n >= S_LOAD_LIMIT;
         s_arm (self);
     }
-    msgpack_unpacked_destroy (&res);
+    qn_pg_result_free (&res);
 }
 
 static void
@@ -446,19 +445,18 @@ s_on_swept (void *self_, void *arg, const qn_env_t *env)
     (void) arg;
     self_t *self = self_;
     self->sweeping = false;
-    msgpack_unpacked res;
-    msgpack_unpacked_init (&res);
-    const msgpack_object *rows = NULL;
+    qn_pg_result_t res;
+    qn_pg_result_decode (env ? env->body.ptr : NULL, env ? env->body.len : 0, &res);
     char why [300];
     bool more = false;
-    if (!qn_pg_call_result (env, &res, &rows, why, sizeof why))
+    if (qn_pg_result_failed (&res, why, sizeof why))
         s_failed (&self->sweep_failing, "kv/timer sweep", why);
     else {
         s_succeeded (&self->sweep_failing, "kv/timer sweep");
         int64_t kv = 0, fired = 0;
-        if (rows && rows->via.array.size == 1) {
-            qn_pg_call_int (qn_pg_call_col (rows, 0, 0), &kv);
-            qn_pg_call_int (qn_pg_call_col (rows, 0, 1), &fired);
+        if (res.row_count == 1) {
+            qn_pg_call_int (qn_pg_result_col (&res, 0, 0), &kv);
+            qn_pg_call_int (qn_pg_result_col (&res, 0, 1), &fired);
         }
         if (kv)
             qn_count (self->kernel, "kv_expired_swept", kv);
@@ -466,7 +464,7 @@ s_on_swept (void *self_, void *arg, const qn_env_t *env)
             qn_count (self->kernel, "timers_records_swept", fired);
         more = kv >= S_SWEEP_BATCH || fired >= S_SWEEP_BATCH;
     }
-    msgpack_unpacked_destroy (&res);
+    qn_pg_result_free (&res);
     if (more && self->sweep_rounds < S_SWEEP_ROUNDS)
         s_sweep (self);
 }

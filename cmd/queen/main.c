@@ -70,6 +70,18 @@ s_boot_schema (const qn_config_t *config)
     return 0;
 }
 
+//  The broker's actors after the two PostgreSQL pools, in start order.
+//  Every one is named here: a missing file is a link error.
+typedef qn_actor_t *(s_actor_new_fn) (qn_kernel_t *kernel, const qn_config_t *config);
+static s_actor_new_fn *const s_actors [] = {
+    qn_spool_new,               //  disk spool for database outages
+    qn_retention_new,           //  retention, eviction
+    qn_timers_new,              //  timers, kv/timer sweeps
+    qn_codec_http_new,          //  HTTP routes and the JSON API
+    qn_jwks_new,                //  JWKS fetcher (idle without JWT_JWKS_URL)
+    qn_acceptor_new             //  the HTTP listener: the front door, last
+};
+
 int
 main (int argc, char **argv)
 {
@@ -110,13 +122,9 @@ main (int argc, char **argv)
     //  Dependency order: the stores first, the front door last, so a stop
     //  in reverse order closes the door before anything behind it.
     bool ok = qn_pg_writer_new (kernel, &config, "pg_writer", (uint32_t) config.db_pool_size)
-           && qn_pg_writer_new (kernel, &config, "pg_reader", (uint32_t) config.db_read_pool_size)
-           && (!qn_spool_new || qn_spool_new (kernel, &config))
-           && (!qn_retention_new || qn_retention_new (kernel, &config))
-           && (!qn_timers_new || qn_timers_new (kernel, &config))
-           && qn_codec_http_new (kernel, &config)
-           && (!qn_jwks_new || qn_jwks_new (kernel, &config))
-           && qn_acceptor_new (kernel, &config);
+           && qn_pg_writer_new (kernel, &config, "pg_reader", (uint32_t) config.db_read_pool_size);
+    for (size_t i = 0; ok && i < sizeof s_actors / sizeof s_actors [0]; i++)
+        ok = s_actors [i] (kernel, &config) != NULL;
     int rc = 1;
     if (ok) {
         qn_info ("ready");

@@ -474,3 +474,46 @@ test('bad inputs get a 400 naming the field, never a 5xx', async () => {
     res = await get('/health');
     assert.equal(res.status, 200);
 });
+
+//  One JSON writer (issue 10): a body built by PostgreSQL (json_build_object
+//  spells "leaseTime" : 30) goes out in the broker's compact spelling, so a
+//  client cannot tell which layer answered; a stored payload still goes
+//  out byte-for-byte as pushed.
+test('admin and status bodies are compact JSON; payloads as pushed', async () => {
+    await configure('compact.q', { leaseTime: 30, retryLimit: 2 });
+    const spaced = '{ "n" : 1,  "s" : [1 , 2] }';
+    const pushed = await http(`${url}/api/v1/push`, {
+        method: 'POST',
+        headers: { 'Content-Type': 'application/json' },
+        body: `{"items":[{"queue":"compact.q","partition":"p1","payload":${spaced}}]}`,
+    });
+    assert.equal(pushed.status, 201, pushed.raw);
+    const routes = [
+        '/api/v1/resources/overview', '/api/v1/resources/queues',
+        '/api/v1/resources/queues/compact.q', '/api/v1/resources/namespaces',
+        '/api/v1/resources/tasks', '/api/v1/messages?queue=compact.q', '/api/v1/dlq',
+        '/api/v1/consumer-groups', '/api/v1/status', '/api/v1/status/queues',
+        '/api/v1/status/queues/compact.q', '/api/v1/status/queues/compact.q/messages',
+        '/api/v1/status/analytics', '/api/v1/analytics/queue-lag',
+        '/api/v1/analytics/postgres-stats', '/api/v1/analytics/system-metrics',
+    ];
+    for (const path of routes) {
+        const res = await get(path);
+        assert.equal(res.status, 200, `${path}: ${res.raw}`);
+        assert.ok(res.raw.length > 2, `${path}: ${res.raw}`);
+        assert.ok(!res.raw.includes('" : '), `${path} is spelt by PostgreSQL: ${res.raw.slice(0, 200)}`);
+        //  No whitespace at all outside strings.
+        const outside = res.raw.replace(/"(?:[^"\\]|\\.)*"/g, '""');
+        assert.ok(!/\s/.test(outside), `${path} is not compact: ${res.raw.slice(0, 200)}`);
+    }
+    //  The message read route keeps the payload's own spelling.
+    const list = await get('/api/v1/messages?queue=compact.q');
+    const m = (list.body.messages ?? list.body)[0];
+    assert.ok(m, list.raw);
+    const one = await get(`/api/v1/messages/${m.partitionId}/${m.transactionId}`);
+    assert.equal(one.status, 200, one.raw);
+    assert.ok(one.raw.includes(`"payload":${spaced}`), one.raw);
+    //  Its queue configuration (json_build_object) in the compact spelling.
+    assert.ok(one.raw.includes('"leaseTime":30'), one.raw);
+    assert.ok(!one.raw.replace(spaced, '').includes('" : '), one.raw);
+});

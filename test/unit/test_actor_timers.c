@@ -21,12 +21,10 @@
 #include <string.h>
 
 #include "actors/pg/statements.h"
+#include "actors/actors.h"
 #include "kernel/kernel.h"
 #include "wire/msg_timer_arm.h"
 
-//  Declared here, not through actors.h: its weak declaration would not
-//  pull the actor out of the library.
-qn_actor_t *qn_timers_new (qn_kernel_t *kernel, const qn_config_t *config);
 
 #define MAX_TIMERS 1000
 

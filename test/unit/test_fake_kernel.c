@@ -16,6 +16,9 @@
 
 #include "test/support/fake_kernel.h"
 
+//  A message type of this test only (never sent between real actors).
+#define S_MSG_PING 65000
+
 typedef struct {
     qn_kernel_t *kernel;
     int started;
@@ -52,7 +55,7 @@ s_on_writable (void *self_, void *arg)
     (void) arg;
     s_actor_t *a = self_;
     a->writable++;
-    assert_int_equal (qn_send_body (a->kernel, "sink", QN_MSG_TICK, 0, "\x90", 1), 0);
+    assert_int_equal (qn_send_body (a->kernel, "sink", S_MSG_PING, 0, "\x90", 1), 0);
 }
 
 static int
@@ -71,7 +74,7 @@ static int
 s_on_tick (void *self_, const qn_env_t *env)
 {
     s_actor_t *a = self_;
-    assert_int_equal (qn_reply (a->kernel, env, QN_MSG_TICK, "\x91\x01", 2, NULL, 0), 0);
+    assert_int_equal (qn_reply (a->kernel, env, S_MSG_PING, "\x91\x01", 2, NULL, 0), 0);
     qn_msg_t ask = { .to = "pg_writer", .type = QN_MSG_PG_EXEC, .body = "\x90", .body_len = 1 };
     assert_int_equal (qn_request (a->kernel, &ask, 100, s_on_reply, NULL), 0);
     qn_timer_add (a->kernel, 20, 0, s_on_timer, (void *) 'b');
@@ -87,14 +90,14 @@ s_on_event (void *self_, const qn_env_t *env)
     assert_int_equal (env->body.len, 1);
     qn_timer_cancel (a->kernel, a->cancel_me);
     //  Blocked on "sink": wait until it drains.
-    if (qn_send_body (a->kernel, "sink", QN_MSG_TICK, 0, "\x90", 1) == QN_EAGAIN)
+    if (qn_send_body (a->kernel, "sink", S_MSG_PING, 0, "\x90", 1) == QN_EAGAIN)
         qn_on_writable (a->kernel, "sink", s_on_writable, NULL);
     return 0;
 }
 
 static const qn_route_t s_routes [] = {
     { QN_MSG_START, s_start },
-    { QN_MSG_TICK, s_on_tick },
+    { S_MSG_PING, s_on_tick },
     { QN_MSG_COMMITTED, s_on_event },
     { 0, NULL }
 };
@@ -121,9 +124,9 @@ test_fake_kernel_contract (void **state)
     assert_false (qn_fake_subscribed (fake, "probe", "db"));
     assert_string_equal (qn_actor_name (), "main");
     //  A message in: reply, request, event recorded in order.
-    assert_int_equal (qn_fake_deliver (fake, "probe", QN_MSG_TICK, "\x90", 1, NULL, 0), 0);
+    assert_int_equal (qn_fake_deliver (fake, "probe", S_MSG_PING, "\x90", 1, NULL, 0), 0);
     assert_int_equal (qn_fake_deliver (fake, "probe", QN_MSG_DB_HEALTH, "\x90", 1, NULL, 0), QN_ENOENT);
-    assert_int_equal (qn_fake_deliver (fake, "nobody", QN_MSG_TICK, "\x90", 1, NULL, 0), QN_ENOENT);
+    assert_int_equal (qn_fake_deliver (fake, "nobody", S_MSG_PING, "\x90", 1, NULL, 0), QN_ENOENT);
     assert_int_equal (qn_fake_count (fake), 3);
     const qn_fake_msg_t *m = qn_fake_msg (fake, 0);
     assert_int_equal (m->kind, QN_FAKE_REPLY);
@@ -174,7 +177,7 @@ test_fake_kernel_contract (void **state)
     //  Another request times out at its deadline (100 ms), not before.
     qn_fake_clear (fake);
     assert_int_equal (qn_fake_count (fake), 0);
-    assert_int_equal (qn_fake_deliver (fake, "probe", QN_MSG_TICK, "\x90", 1, NULL, 0), 0);
+    assert_int_equal (qn_fake_deliver (fake, "probe", S_MSG_PING, "\x90", 1, NULL, 0), 0);
     qn_fake_advance (fake, 99);
     assert_int_equal (a.timeouts, 0);
     qn_fake_advance (fake, 1);

@@ -26,14 +26,12 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "actors/actors.h"
 #include "kernel/kernel.h"
 #include "wire/msg_push.h"
 #include "wire/msg_spool.h"
 #include "wire/spool_codec.h"
 
-//  Declared here without actors.h's weak attribute: a strong reference is
-//  what pulls actors/spool.o out of libqueen.a into this test.
-qn_actor_t *qn_spool_new (qn_kernel_t *kernel, const qn_config_t *config);
 
 static char *
 s_exact (const void *data, size_t len)
