@@ -9,7 +9,7 @@
         [conn_id, seq, close] + frame: the serialised HTTP response
     QN_MSG_HTTP_CLOSED    acceptor -> codec_http: the client went away
         [conn_id]
-    QN_MSG_HTTP_DRAINED   acceptor -> codec_http, and codec_http's event
+    QN_MSG_HTTP_DRAINED   acceptor -> codec_http
                           stopping: answer parked requests
         []
 
