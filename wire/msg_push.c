@@ -143,7 +143,8 @@ qn_msg_push_answer_decode (const char *buf, size_t len, msgpack_unpacked *holder
     ||  !s_is (&f [3], MSGPACK_OBJECT_ARRAY))
         return -1;
     out->ok = f [0].via.boolean;
-    memcpy (out->sqlstate, f [1].via.str.ptr, f [1].via.str.size);
+    if (f [1].via.str.size)     //  An empty str may have a NULL ptr
+        memcpy (out->sqlstate, f [1].via.str.ptr, f [1].via.str.size);
     out->sqlstate [f [1].via.str.size] = 0;
     out->message = f [2].via.str.ptr;
     out->message_len = f [2].via.str.size;

@@ -210,6 +210,31 @@ test_answer_round_trip (void **state)
     msgpack_sbuffer_destroy (&sb);
 }
 
+//  fuzz_spool found it: an empty SQLSTATE string (msgpack gives it a NULL
+//  pointer) was copied with memcpy (UBSan: null argument). The decoder
+//  takes it as an empty state; the item then fails as malformed.
+static void
+test_answer_empty_sqlstate (void **state)
+{
+    (void) state;
+    static const char crash [] = "\x94\xc3\xa0\xa5\x30\x30\x30\x30\x30\x91\x94\x00\xa5"
+                                 "\x30\x30\x30\x30\x30\x07\xc0";
+    char *buf = s_exact (crash, sizeof crash - 1);
+    msgpack_unpacked h;
+    msgpack_unpacked_init (&h);
+    qn_msg_push_answer_t a;
+    assert_int_equal (qn_msg_push_answer_decode (buf, sizeof crash - 1, &h, &a), -1);
+    msgpack_unpacked_destroy (&h);
+    //  An empty state with no results is a well-formed answer.
+    static const char empty [] = "\x94\xc3\xa0\xa0\x90";
+    memcpy (buf, empty, sizeof empty - 1);
+    msgpack_unpacked_init (&h);
+    assert_int_equal (qn_msg_push_answer_decode (buf, sizeof empty - 1, &h, &a), 0);
+    assert_string_equal (a.sqlstate, "");
+    msgpack_unpacked_destroy (&h);
+    free (buf);
+}
+
 int
 main (void)
 {
@@ -217,6 +242,7 @@ main (void)
         cmocka_unit_test (test_request_round_trip),
         cmocka_unit_test (test_request_malformed),
         cmocka_unit_test (test_answer_round_trip),
+        cmocka_unit_test (test_answer_empty_sqlstate),
     };
     return cmocka_run_group_tests (tests, NULL, NULL);
 }
