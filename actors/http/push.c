@@ -20,6 +20,7 @@
 */
 #include "actors/http/write.h"
 #include "actors/pg/statements.h"
+#include "wire/json_compact.h"
 #include "wire/msg_push.h"
 
 #include <stdio.h>
@@ -57,7 +58,13 @@ s_on_configured (qn_codec_t *codec, qn_http_ctx_t *ctx, qn_pg_result_t *res, voi
         qn_jw_kstr (&w, "queue", c->queue);
         qn_jw_kstr (&w, "namespace", c->ns);
         qn_jw_kstr (&w, "task", c->task);
-        qn_jw_kraw (&w, "options", opts, opts_len);
+        //  PostgreSQL's json text, in the broker's compact spelling.
+        qn_buf_t o = QN_BUF_INIT;
+        if (qn_json_compact (opts, opts_len, NULL, &o))
+            qn_jw_knull (&w, "options");
+        else
+            qn_jw_kraw (&w, "options", o.data, o.len);
+        qn_buf_free (&o);
         qn_jw_obj_end (&w);
         qn_hw_configured_encryption (codec, ctx, c->queue, opts, opts_len);
         qn_hw_reply_buf (ctx, 200, &b);     //  Frees ctx

@@ -481,6 +481,13 @@ test('bad inputs get a 400 naming the field, never a 5xx', async () => {
 //  out byte-for-byte as pushed.
 test('admin and status bodies are compact JSON; payloads as pushed', async () => {
     await configure('compact.q', { leaseTime: 30, retryLimit: 2 });
+    //  The configure answer echoes the options PostgreSQL returns.
+    const conf = await http(`${url}/api/v1/configure`, {
+        method: 'POST', body: { queue: 'compact.q', options: { leaseTime: 30, retryLimit: 2 } },
+    });
+    assert.equal(conf.status, 200, conf.raw);
+    assert.ok(conf.raw.includes('"leaseTime":30'), conf.raw);
+    assert.ok(!/\s/.test(conf.raw.replace(/"(?:[^"\\]|\\.)*"/g, '""')), `configure is not compact: ${conf.raw}`);
     const spaced = '{ "n" : 1,  "s" : [1 , 2] }';
     const pushed = await http(`${url}/api/v1/push`, {
         method: 'POST',
