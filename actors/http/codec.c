@@ -21,7 +21,7 @@
 #include "actors/pg/committed.h"
 #include "base/hashmap.h"
 #include "wire/http_api.h"
-#include "wire/mp.h"
+#include "wire/msg_db.h"
 #include "wire/msg_http.h"
 #include "wire/msg_maint.h"
 #include "wire/route.h"
@@ -714,7 +714,7 @@ s_on_db (void *self_, const qn_env_t *env)
 {
     qn_codec_t *codec = self_;
     bool up;
-    if (qn_mp_scan (env->body.ptr, env->body.len, "b", &up))
+    if (qn_msg_db_health_decode (env->body.ptr, env->body.len, &up))
         return QN_EPROTO;
     codec->db_up = up;
     return 0;
