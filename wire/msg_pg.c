@@ -284,3 +284,21 @@ qn_msg_pg_result_begin (msgpack_packer *pk, bool ok, const char *sqlstate,
     s_pack_cstr (pk, detail);
     msgpack_pack_array (pk, row_count);
 }
+
+void
+qn_msg_pg_result_row (msgpack_packer *pk, uint32_t ncols)
+{
+    msgpack_pack_array (pk, ncols);
+}
+
+void
+qn_msg_pg_result_int (msgpack_packer *pk, int64_t v)
+{
+    msgpack_pack_int64 (pk, v);
+}
+
+void
+qn_msg_pg_result_null (msgpack_packer *pk)
+{
+    msgpack_pack_nil (pk);
+}

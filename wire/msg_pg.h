@@ -103,5 +103,10 @@ const msgpack_object *qn_pg_result_col (const qn_pg_result_t *res, uint32_t r, u
 //  (sqlstate "" when ok; message and detail may be NULL: "").
 void qn_msg_pg_result_begin (msgpack_packer *pk, bool ok, const char *sqlstate,
                              const char *message, const char *detail, uint32_t row_count);
+//  Packs the head of one row; the caller then packs its ncols cells, each
+//  a value of wire/pg_codec.h (qn_pg_decode_value) or one of these two.
+void qn_msg_pg_result_row (msgpack_packer *pk, uint32_t ncols);
+void qn_msg_pg_result_int (msgpack_packer *pk, int64_t v);
+void qn_msg_pg_result_null (msgpack_packer *pk);
 
 #endif

@@ -84,7 +84,7 @@ s_batch_add (qn_sp_t *self, s_batch_t *b, int64_t n)
     if (!b->records)
         qn_buf_append (&self->flight_tenant, m.tenant, m.tenant_len);
     for (uint32_t i = 0; i < m.count; i++)
-        msgpack_pack_object (&b->pk, m.items [i]);
+        qn_msg_push_item_copy (&b->pk, &m.items [i], NULL);
     b->count += m.count;
     b->records++;
     msgpack_unpacked_destroy (&rec);

@@ -167,11 +167,11 @@ test_result_round_trip (void **state)
     msgpack_packer pk;
     msgpack_packer_init (&pk, &b, msgpack_sbuffer_write);
     qn_msg_pg_result_begin (&pk, true, "", NULL, NULL, 2);
-    msgpack_pack_array (&pk, 2);
-    msgpack_pack_int64 (&pk, 1);
-    msgpack_pack_str_with_body (&pk, "a", 1);
-    msgpack_pack_array (&pk, 1);
-    msgpack_pack_nil (&pk);
+    qn_msg_pg_result_row (&pk, 2);
+    qn_msg_pg_result_int (&pk, -1);
+    msgpack_pack_str_with_body (&pk, "a", 1);   //  A value as wire/pg_codec.h packs it
+    qn_msg_pg_result_row (&pk, 1);
+    qn_msg_pg_result_null (&pk);
     qn_pg_result_t res;
     assert_int_equal (qn_pg_result_decode (b.data, b.size, &res), 0);
     assert_true (res.ok);
@@ -181,7 +181,14 @@ test_result_round_trip (void **state)
     assert_string_equal (res.message, "");
     assert_string_equal (res.detail, "");
     assert_int_equal (res.row_count, 2);
-    const msgpack_object *c = qn_pg_result_col (&res, 0, 1);
+    const msgpack_object *c = qn_pg_result_col (&res, 0, 0);
+    assert_non_null (c);
+    assert_int_equal (c->type, MSGPACK_OBJECT_NEGATIVE_INTEGER);
+    assert_true (c->via.i64 == -1);
+    c = qn_pg_result_col (&res, 1, 0);
+    assert_non_null (c);
+    assert_int_equal (c->type, MSGPACK_OBJECT_NIL);
+    c = qn_pg_result_col (&res, 0, 1);
     assert_non_null (c);
     assert_int_equal (c->type, MSGPACK_OBJECT_STR);
     assert_memory_equal (c->via.str.ptr, "a", 1);
