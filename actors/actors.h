@@ -12,7 +12,7 @@
                          into qn_pg_result_t. Timestamps as int64 us since
                          the Unix epoch, uuid as canonical strings, bytea as
                          bin.
-      event "db"         QN_MSG_DB_HEALTH [up]
+      event "db"         QN_MSG_DB_HEALTH [up] (wire/msg_db.h)
 
     the write path (pg_writer; wire/msg_push.h, msg_spool.h, msg_maint.h)
       QN_MSG_PUSH        [tenant, flags, items] from any front door (or a

@@ -2,6 +2,7 @@
 #include "wire/msg_pg.h"
 #include "wire/mpack_guard.h"
 
+#include <assert.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -33,6 +34,7 @@ qn_pg_args_init (qn_pg_args_t *a)
     msgpack_sbuffer_init (&a->elems);
     msgpack_packer_init (&a->pk, &a->elems, msgpack_sbuffer_write);
     a->count = 0;
+    a->open = 0;
 }
 
 void
@@ -40,6 +42,7 @@ qn_pg_args_free (qn_pg_args_t *a)
 {
     msgpack_sbuffer_destroy (&a->elems);
     a->count = 0;
+    a->open = 0;
 }
 
 void
@@ -47,13 +50,33 @@ qn_pg_args_clear (qn_pg_args_t *a)
 {
     msgpack_sbuffer_clear (&a->elems);
     a->count = 0;
+    a->open = 0;
+}
+
+//  One value was packed: an element of the open array, else a parameter.
+static void
+s_added (qn_pg_args_t *a)
+{
+    if (a->open)
+        a->open--;
+    else
+        a->count++;
+}
+
+void
+qn_pg_args_array (qn_pg_args_t *a, uint32_t n)
+{
+    assert (!a->open);
+    msgpack_pack_array (&a->pk, n);
+    a->count++;
+    a->open = n;
 }
 
 void
 qn_pg_args_null (qn_pg_args_t *a)
 {
     msgpack_pack_nil (&a->pk);
-    a->count++;
+    s_added (a);
 }
 
 void
@@ -65,7 +88,7 @@ qn_pg_args_str (qn_pg_args_t *a, const char *s, size_t len)
     }
     msgpack_pack_str (&a->pk, len);
     msgpack_pack_str_body (&a->pk, s, len);
-    a->count++;
+    s_added (a);
 }
 
 void
@@ -78,21 +101,21 @@ void
 qn_pg_args_int (qn_pg_args_t *a, int64_t v)
 {
     msgpack_pack_int64 (&a->pk, v);
-    a->count++;
+    s_added (a);
 }
 
 void
 qn_pg_args_bool (qn_pg_args_t *a, bool v)
 {
     v ? msgpack_pack_true (&a->pk) : msgpack_pack_false (&a->pk);
-    a->count++;
+    s_added (a);
 }
 
 void
 qn_pg_args_double (qn_pg_args_t *a, double v)
 {
     msgpack_pack_double (&a->pk, v);
-    a->count++;
+    s_added (a);
 }
 
 void
@@ -100,27 +123,14 @@ qn_pg_args_bin (qn_pg_args_t *a, const void *p, size_t len)
 {
     msgpack_pack_bin (&a->pk, len);
     msgpack_pack_bin_body (&a->pk, p, len);
-    a->count++;
+    s_added (a);
 }
 
 void
 qn_pg_args_obj (qn_pg_args_t *a, const msgpack_object *o)
 {
     msgpack_pack_object (&a->pk, *o);
-    a->count++;
-}
-
-msgpack_packer *
-qn_pg_args_value (qn_pg_args_t *a)
-{
-    return qn_pg_args_values (a, 1);
-}
-
-msgpack_packer *
-qn_pg_args_values (qn_pg_args_t *a, uint32_t n)
-{
-    a->count += n;
-    return &a->pk;
+    s_added (a);
 }
 
 // ------------------------------------------------------------------ PG_EXEC
@@ -136,32 +146,16 @@ s_exec_head (msgpack_packer *pk, uint32_t stmt_id, const char *sql)
 }
 
 void
-qn_msg_pg_exec_begin (msgpack_packer *pk, uint32_t stmt_id, const char *sql, uint32_t nparams)
-{
-    s_exec_head (pk, stmt_id, sql);
-    msgpack_pack_array (pk, nparams);
-}
-
-void
 qn_msg_pg_exec_encode (msgpack_sbuffer *out, uint32_t stmt_id, const char *sql,
                        const qn_pg_args_t *args)
 {
+    assert (!args || !args->open);
     msgpack_packer pk;
     msgpack_packer_init (&pk, out, msgpack_sbuffer_write);
     s_exec_head (&pk, stmt_id, sql);
     msgpack_pack_array (&pk, args ? args->count : 0);
     if (args && args->elems.size)
         msgpack_sbuffer_write (out, args->elems.data, args->elems.size);
-}
-
-void
-qn_msg_pg_exec_encode_packed (msgpack_sbuffer *out, uint32_t stmt_id, const char *sql,
-                              const char *params, size_t params_len)
-{
-    msgpack_packer pk;
-    msgpack_packer_init (&pk, out, msgpack_sbuffer_write);
-    s_exec_head (&pk, stmt_id, sql);
-    msgpack_sbuffer_write (out, params, params_len);
 }
 
 int
@@ -289,4 +283,22 @@ qn_msg_pg_result_begin (msgpack_packer *pk, bool ok, const char *sqlstate,
     s_pack_cstr (pk, message);
     s_pack_cstr (pk, detail);
     msgpack_pack_array (pk, row_count);
+}
+
+void
+qn_msg_pg_result_row (msgpack_packer *pk, uint32_t ncols)
+{
+    msgpack_pack_array (pk, ncols);
+}
+
+void
+qn_msg_pg_result_int (msgpack_packer *pk, int64_t v)
+{
+    msgpack_pack_int64 (pk, v);
+}
+
+void
+qn_msg_pg_result_null (msgpack_packer *pk)
+{
+    msgpack_pack_nil (pk);
 }

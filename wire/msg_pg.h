@@ -25,10 +25,15 @@
 // ------------------------------------------------------------------ PG_EXEC parameters
 //  A typed builder for the parameter list: add values in $1, $2... order.
 //  Strings and bytes are copied.
+//  An array parameter (text[], int8[], bytea[]...): qn_pg_args_array (a, n)
+//  opens it, and the next n values added (with the same functions) are
+//  its elements; then the next value is the next parameter again. Arrays
+//  do not nest.
 typedef struct {
     msgpack_sbuffer elems;      //  Owned: the packed values
     msgpack_packer pk;
-    uint32_t count;
+    uint32_t count;             //  Parameters
+    uint32_t open;              //  Elements the open array still expects
 } qn_pg_args_t;
 
 void qn_pg_args_init (qn_pg_args_t *a);
@@ -45,12 +50,8 @@ void qn_pg_args_double (qn_pg_args_t *a, double v);
 void qn_pg_args_bin (qn_pg_args_t *a, const void *p, size_t len);
 //  A value already in msgpack form (e.g. a column of an earlier result).
 void qn_pg_args_obj (qn_pg_args_t *a, const msgpack_object *o);
-//  For one composite parameter (a typed array packed by a helper): counts
-//  one parameter and returns the packer, with which the caller packs
-//  exactly one msgpack value.
-msgpack_packer *qn_pg_args_value (qn_pg_args_t *a);
-//  The same for n parameters packed by one helper (n msgpack values).
-msgpack_packer *qn_pg_args_values (qn_pg_args_t *a, uint32_t n);
+//  Opens an array parameter of n elements (see above); n may be 0.
+void qn_pg_args_array (qn_pg_args_t *a, uint32_t n);
 
 // ------------------------------------------------------------------ PG_EXEC
 typedef struct {
@@ -61,16 +62,10 @@ typedef struct {
     uint32_t param_count;
 } qn_msg_pg_exec_t;
 
-//  Appends the body to out (sql NULL packs nil).
+//  Appends the body to out (sql NULL packs nil; args NULL: no
+//  parameters). Every array of args must be complete.
 void qn_msg_pg_exec_encode (msgpack_sbuffer *out, uint32_t stmt_id, const char *sql,
                             const qn_pg_args_t *args);
-//  Packs the head of a body, up to the parameter array's header: the
-//  caller then packs exactly nparams values with pk (actors that pack
-//  their parameters straight into a reusable buffer).
-void qn_msg_pg_exec_begin (msgpack_packer *pk, uint32_t stmt_id, const char *sql, uint32_t nparams);
-//  The same with the parameters already packed as one msgpack array.
-void qn_msg_pg_exec_encode_packed (msgpack_sbuffer *out, uint32_t stmt_id, const char *sql,
-                                   const char *params, size_t params_len);
 //  holder is initialised by the caller and destroyed after the last use
 //  of out. 0, or -1 when malformed.
 int qn_msg_pg_exec_decode (const char *buf, size_t len, msgpack_unpacked *holder,
@@ -108,5 +103,10 @@ const msgpack_object *qn_pg_result_col (const qn_pg_result_t *res, uint32_t r, u
 //  (sqlstate "" when ok; message and detail may be NULL: "").
 void qn_msg_pg_result_begin (msgpack_packer *pk, bool ok, const char *sqlstate,
                              const char *message, const char *detail, uint32_t row_count);
+//  Packs the head of one row; the caller then packs its ncols cells, each
+//  a value of wire/pg_codec.h (qn_pg_decode_value) or one of these two.
+void qn_msg_pg_result_row (msgpack_packer *pk, uint32_t ncols);
+void qn_msg_pg_result_int (msgpack_packer *pk, int64_t v);
+void qn_msg_pg_result_null (msgpack_packer *pk);
 
 #endif

@@ -53,6 +53,31 @@ qn_msg_push_begin (msgpack_packer *pk, const char *tenant, size_t tenant_len, bo
     msgpack_pack_array (pk, count);
 }
 
+static void
+s_pack_opt_strn (msgpack_packer *pk, const char *s, size_t len)
+{
+    if (s)
+        s_pack_strn (pk, s, len);
+    else
+        msgpack_pack_nil (pk);
+}
+
+void
+qn_msg_push_item (msgpack_packer *pk, const qn_msg_push_item_t *it)
+{
+    msgpack_pack_array (pk, it->has_not_before ? 8 : 7);
+    s_pack_strn (pk, it->queue, it->queue_len);
+    s_pack_opt_strn (pk, it->partition, it->partition_len);
+    s_pack_opt_strn (pk, it->txn, it->txn_len);
+    msgpack_pack_bin (pk, it->payload_len);
+    msgpack_pack_bin_body (pk, it->payload, it->payload_len);
+    s_pack_opt_strn (pk, it->trace, it->trace_len);
+    s_pack_opt_strn (pk, it->producer, it->producer_len);
+    it->encrypted ? msgpack_pack_true (pk) : msgpack_pack_false (pk);
+    if (it->has_not_before)
+        msgpack_pack_int64 (pk, it->not_before_us);
+}
+
 void
 qn_msg_push_item_copy (msgpack_packer *pk, const msgpack_object *item, const char *txn)
 {

@@ -52,6 +52,28 @@ bool qn_msg_push_item_ok (const msgpack_object *item);
 //  Packs the head of a request; the caller then packs `count` items.
 void qn_msg_push_begin (msgpack_packer *pk, const char *tenant, size_t tenant_len,
                         bool replay, uint32_t count);
+//  One item to encode. Strings are not NUL-terminated; a NULL pointer
+//  packs nil (queue and payload are never NULL).
+typedef struct {
+    const char *queue;
+    size_t queue_len;
+    const char *partition;
+    size_t partition_len;
+    const char *txn;
+    size_t txn_len;
+    const void *payload;        //  Packed as bin
+    size_t payload_len;
+    const char *trace;
+    size_t trace_len;
+    const char *producer;
+    size_t producer_len;
+    bool encrypted;
+    bool has_not_before;        //  Adds the eighth field
+    int64_t not_before_us;
+} qn_msg_push_item_t;
+
+//  Packs one item of a request.
+void qn_msg_push_item (msgpack_packer *pk, const qn_msg_push_item_t *it);
 //  Packs an item given as a msgpack object (the spool, pg_writer); with
 //  `txn` non-NULL its transaction id field is replaced by that string.
 void qn_msg_push_item_copy (msgpack_packer *pk, const msgpack_object *item, const char *txn);

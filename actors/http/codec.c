@@ -21,7 +21,7 @@
 #include "actors/pg/committed.h"
 #include "base/hashmap.h"
 #include "wire/http_api.h"
-#include "wire/mp.h"
+#include "wire/msg_db.h"
 #include "wire/msg_http.h"
 #include "wire/msg_maint.h"
 #include "wire/route.h"
@@ -392,20 +392,6 @@ s_exec_timeout (qn_codec_t *codec)
 }
 
 int
-qn_codec_exec (qn_codec_t *codec, qn_http_ctx_t *ctx, const char *to, uint32_t stmt_id,
-               const char *sql, const char *params, size_t params_len,
-               qn_codec_result_fn *cb, void *arg)
-{
-    msgpack_sbuffer b;
-    msgpack_sbuffer_init (&b);
-    qn_msg_pg_exec_encode_packed (&b, stmt_id, sql, params, params_len);
-    int rc = qn_codec_call (codec, ctx, to, QN_MSG_PG_EXEC, b.data, b.size,
-                            s_exec_timeout (codec), cb, arg);
-    msgpack_sbuffer_destroy (&b);
-    return rc;
-}
-
-int
 qn_codec_exec_args (qn_codec_t *codec, qn_http_ctx_t *ctx, const char *to, uint32_t stmt_id,
                     const char *sql, const qn_pg_args_t *args,
                     qn_codec_result_fn *cb, void *arg)
@@ -728,7 +714,7 @@ s_on_db (void *self_, const qn_env_t *env)
 {
     qn_codec_t *codec = self_;
     bool up;
-    if (qn_mp_scan (env->body.ptr, env->body.len, "b", &up))
+    if (qn_msg_db_health_decode (env->body.ptr, env->body.len, &up))
         return QN_EPROTO;
     codec->db_up = up;
     return 0;

@@ -96,11 +96,6 @@ int qn_codec_call (qn_codec_t *codec, qn_http_ctx_t *ctx, const char *to, uint16
 int qn_codec_exec_args (qn_codec_t *codec, qn_http_ctx_t *ctx, const char *to, uint32_t stmt_id,
                         const char *sql, const qn_pg_args_t *args,
                         qn_codec_result_fn *cb, void *arg);
-//  The same with the parameters already packed as one msgpack array (the
-//  write-path files that still pack their own; prefer qn_codec_exec_args).
-int qn_codec_exec (qn_codec_t *codec, qn_http_ctx_t *ctx, const char *to, uint32_t stmt_id,
-                   const char *sql, const char *params, size_t params_len,
-                   qn_codec_result_fn *cb, void *arg);
 //  Publishes a "committed" event for (tenant, queue) so parked pops wake
 //  (actors/pg/committed.h: for commits the codec alone knows of, acks).
 void qn_codec_committed (qn_codec_t *codec, const char *tenant, const char *queue, size_t queue_len);

@@ -77,18 +77,6 @@ s_pop_free (void *state)
     free (ps);
 }
 
-static void
-s_pack_str (msgpack_packer *pk, const char *s)
-{
-    if (!s) {
-        msgpack_pack_nil (pk);
-        return;
-    }
-    size_t len = strlen (s);
-    msgpack_pack_str (pk, len);
-    msgpack_pack_str_body (pk, s, len);
-}
-
 //  Tells the park table that a woken pop ended without parking again.
 static void
 s_settled (qn_codec_t *codec, uint64_t ctx_id, bool found)
@@ -491,26 +479,23 @@ s_pop_run (qn_codec_t *codec, qn_http_ctx_t *ctx, bool woken)
 {
     s_pop_t *ps = ctx->state;
     qn_uuid_v4 (ps->lease);
-    msgpack_sbuffer b;
-    msgpack_sbuffer_init (&b);
-    msgpack_packer pk;
-    msgpack_packer_init (&pk, &b, msgpack_sbuffer_write);
-    msgpack_pack_array (&pk, 10);
-    s_pack_str (&pk, ctx->tenant);
-    s_pack_str (&pk, ps->queue ? ps->queue : ps->ns);
-    s_pack_str (&pk, ps->queue ? ps->partition : ps->task);
-    s_pack_str (&pk, ps->group);
-    s_pack_str (&pk, ps->sub_mode);
-    s_pack_str (&pk, ps->sub_from);
-    msgpack_pack_int32 (&pk, (int32_t) ps->batch);
-    msgpack_pack_int32 (&pk, (int32_t) ps->partitions);
-    s_pack_str (&pk, ps->auto_ack ? NULL : ps->lease);
-    ps->auto_ack ? msgpack_pack_true (&pk) : msgpack_pack_false (&pk);
+    qn_pg_args_t args;
+    qn_pg_args_init (&args);
+    qn_pg_args_cstr (&args, ctx->tenant);
+    qn_pg_args_cstr (&args, ps->queue ? ps->queue : ps->ns);
+    qn_pg_args_cstr (&args, ps->queue ? ps->partition : ps->task);
+    qn_pg_args_cstr (&args, ps->group);
+    qn_pg_args_cstr (&args, ps->sub_mode);
+    qn_pg_args_cstr (&args, ps->sub_from);
+    qn_pg_args_int (&args, (int32_t) ps->batch);
+    qn_pg_args_int (&args, (int32_t) ps->partitions);
+    qn_pg_args_cstr (&args, ps->auto_ack ? NULL : ps->lease);
+    qn_pg_args_bool (&args, ps->auto_ack);
     ps->started_us = qn_now_us ();
     uint64_t arg = ctx->id << 1 | (woken ? 1 : 0);
-    int rc = qn_codec_exec (codec, ctx, "pg_writer", ps->queue ? QN_SQL_POP : QN_SQL_POP_NS,
-                            NULL, b.data, b.size, s_on_popped, (void *) (uintptr_t) arg);
-    msgpack_sbuffer_destroy (&b);
+    int rc = qn_codec_exec_args (codec, ctx, "pg_writer", ps->queue ? QN_SQL_POP : QN_SQL_POP_NS,
+                                 NULL, &args, s_on_popped, (void *) (uintptr_t) arg);
+    qn_pg_args_free (&args);
     if (rc) {
         if (woken)
             s_settled (codec, ctx->id, false);

@@ -124,23 +124,16 @@ s_configure (qn_codec_t *codec, qn_http_ctx_t *ctx)
     if (qn_json_type (doc, options) == QN_JSON_OBJECT)
         opts = qn_json_raw (doc, options, &opts_len);
 
-    msgpack_sbuffer sb;
-    msgpack_sbuffer_init (&sb);
-    msgpack_packer pk;
-    msgpack_packer_init (&pk, &sb, msgpack_sbuffer_write);
-    msgpack_pack_array (&pk, 5);
-    qn_hw_pack_cstr (&pk, ctx->tenant);
-    qn_hw_pack_cstr (&pk, c->queue);
-    qn_hw_pack_cstr (&pk, c->ns);
-    qn_hw_pack_cstr (&pk, c->task);
-    qn_hw_pack_strn (&pk, opts, opts_len);
-    int rc = qn_codec_exec (codec, ctx, "pg_writer", QN_SQL_CONFIGURE, NULL, sb.data, sb.size,
-                            s_on_configured, c);
-    msgpack_sbuffer_destroy (&sb);
-    if (rc == 0)
+    qn_pg_args_t args;
+    qn_pg_args_init (&args);
+    qn_pg_args_cstr (&args, ctx->tenant);
+    qn_pg_args_cstr (&args, c->queue);
+    qn_pg_args_cstr (&args, c->ns);
+    qn_pg_args_cstr (&args, c->task);
+    qn_pg_args_str (&args, opts, opts_len);
+    if (qn_hw_exec_args (codec, ctx, QN_SQL_CONFIGURE, &args, s_on_configured, c) == 0)
         c = NULL;
-    else
-        qn_http_reply_errorf (ctx, 503, "database unavailable: %s", qn_strerror (rc));
+    qn_pg_args_free (&args);
 done:
     qn_buf_free (&scratch);
     qn_hw_call_free (c);
@@ -296,16 +289,14 @@ s_on_push_answer (void *self_, void *arg, const qn_env_t *env)
 static void
 s_push_send (qn_codec_t *codec, qn_http_ctx_t *ctx, qn_hw_call_t *c)
 {
-    qn_buf_t scratch = QN_BUF_INIT;
     msgpack_sbuffer sb;
     msgpack_sbuffer_init (&sb);
     msgpack_packer pk;
     msgpack_packer_init (&pk, &sb, msgpack_sbuffer_write);
     qn_msg_push_begin (&pk, ctx->tenant, strlen (ctx->tenant), false, c->count);
     for (uint32_t i = 0; i < c->count; i++)
-        qn_hw_pack_item (&pk, &c->doc, &c->items [i], NULL, c->sealed ? &c->sealed [i] : NULL,
-                         c->producer, &scratch);
-    qn_buf_free (&scratch);
+        qn_hw_push_item (&pk, &c->doc, &c->items [i], NULL, c->sealed ? &c->sealed [i] : NULL,
+                         c->producer);
     //  The write path answers within the statement timeout, or after a
     //  hand-off to the spool and its sync.
     uint32_t timeout = (uint32_t) qn_codec_config (codec)->db_statement_timeout_ms + 2000
@@ -431,20 +422,13 @@ s_extend (qn_codec_t *codec, qn_http_ctx_t *ctx)
         qn_http_reply_error (ctx, 400, "seconds must be an integer between 1 and 86400");
         goto done;
     }
-    msgpack_sbuffer sb;
-    msgpack_sbuffer_init (&sb);
-    msgpack_packer pk;
-    msgpack_packer_init (&pk, &sb, msgpack_sbuffer_write);
-    msgpack_pack_array (&pk, 2);
-    qn_hw_pack_cstr (&pk, c->lease);
-    msgpack_pack_int64 (&pk, seconds);
-    int rc = qn_codec_exec (codec, ctx, "pg_writer", QN_SQL_RENEW, NULL, sb.data, sb.size,
-                            s_on_extended, c);
-    msgpack_sbuffer_destroy (&sb);
-    if (rc == 0)
+    qn_pg_args_t args;
+    qn_pg_args_init (&args);
+    qn_pg_args_cstr (&args, c->lease);
+    qn_pg_args_int (&args, seconds);
+    if (qn_hw_exec_args (codec, ctx, QN_SQL_RENEW, &args, s_on_extended, c) == 0)
         c = NULL;
-    else
-        qn_http_reply_errorf (ctx, 503, "database unavailable: %s", qn_strerror (rc));
+    qn_pg_args_free (&args);
 done:
     qn_hw_call_free (c);
 }

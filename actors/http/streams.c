@@ -501,25 +501,24 @@ static void
 s_args_ops (qn_pg_args_t *args, const qn_json_doc_t *doc, const s_cycle_t *cy, qn_buf_t *scratch)
 {
     for (int f = 0; f < 3; f++) {
-        msgpack_packer *pk = qn_pg_args_value (args);
-        msgpack_pack_array (pk, cy->nops);
+        qn_pg_args_array (args, cy->nops);
         for (int t = cy->ops >= 0 ? qn_json_first (doc, cy->ops) : -1; t >= 0;
              t = qn_json_next_sibling (doc, cy->ops, t)) {
             int v = qn_json_get (doc, t, "value");
             size_t len;
             const char *raw;
             if (f == 0)
-                qn_hw_pack_tok (pk, doc, qn_hw_field (doc, t, "type"), scratch);
+                qn_hw_args_tok (args, doc, qn_hw_field (doc, t, "type"), scratch);
             else
             if (f == 1)
-                qn_hw_pack_tok (pk, doc, qn_hw_field (doc, t, "key"), scratch);
+                qn_hw_args_tok (args, doc, qn_hw_field (doc, t, "key"), scratch);
             else
             if (v >= 0 && qn_json_str_eq (doc, qn_hw_field (doc, t, "type"), "upsert")) {
                 raw = qn_json_raw (doc, v, &len);
-                qn_hw_pack_strn (pk, raw, len);
+                qn_pg_args_str (args, raw, len);
             }
             else
-                msgpack_pack_nil (pk);
+                qn_pg_args_null (args);
         }
     }
 }
@@ -537,18 +536,18 @@ s_cycle_send (qn_codec_t *codec, qn_http_ctx_t *ctx, qn_hw_call_t *c)
     qn_pg_args_cstr (&args, ctx->tenant);
     qn_pg_args_cstr (&args, cy->query);
     qn_pg_args_cstr (&args, cy->partition);
-    qn_hw_pack_tok (qn_pg_args_value (&args), doc, cy->group, &scratch);
+    qn_hw_args_tok (&args, doc, cy->group, &scratch);
     s_args_ops (&args, doc, cy, &scratch);
-    qn_hw_pack_push_arrays (qn_pg_args_values (&args, 7), c, "null", &scratch);
-    qn_hw_pack_not_before (qn_pg_args_value (&args), c);
-    qn_hw_pack_tok (qn_pg_args_value (&args), doc, cy->ack >= 0 ? cy->a.txn : -1, &scratch);
+    qn_hw_args_push_arrays (&args, c, "null", &scratch);
+    qn_hw_args_not_before (&args, c);
+    qn_hw_args_tok (&args, doc, cy->ack >= 0 ? cy->a.txn : -1, &scratch);
     if (cy->ack >= 0 && cy->a.has_seq)
         qn_pg_args_int (&args, cy->a.seq);
     else
         qn_pg_args_null (&args);
-    qn_hw_pack_tok (qn_pg_args_value (&args), doc, cy->ack >= 0 ? cy->a.lease : -1, &scratch);
-    qn_hw_pack_tok (qn_pg_args_value (&args), doc, cy->ack >= 0 ? cy->a.status : -1, &scratch);
-    qn_hw_pack_error (qn_pg_args_value (&args), doc, cy->ack >= 0 ? cy->a.error : -1, &scratch);
+    qn_hw_args_tok (&args, doc, cy->ack >= 0 ? cy->a.lease : -1, &scratch);
+    qn_hw_args_tok (&args, doc, cy->ack >= 0 ? cy->a.status : -1, &scratch);
+    qn_hw_args_error (&args, doc, cy->ack >= 0 ? cy->a.error : -1, &scratch);
     qn_pg_args_bool (&args, cy->release);
     qn_buf_free (&scratch);
     assert (args.count == 21);
@@ -706,14 +705,13 @@ s_state_get (qn_codec_t *codec, qn_http_ctx_t *ctx)
     qn_pg_args_cstr (&args, query);
     qn_pg_args_cstr (&args, partition);
     if (keys >= 0) {
-        msgpack_packer *pk = qn_pg_args_value (&args);
-        msgpack_pack_array (pk, (uint32_t) qn_json_size (&doc, keys));
+        qn_pg_args_array (&args, (uint32_t) qn_json_size (&doc, keys));
         for (int t = qn_json_first (&doc, keys); t >= 0; t = qn_json_next_sibling (&doc, keys, t))
-            qn_hw_pack_tok (pk, &doc, t, &scratch);
+            qn_hw_args_tok (&args, &doc, t, &scratch);
     }
     else
         qn_pg_args_null (&args);
-    qn_hw_pack_tok (qn_pg_args_value (&args), &doc, prefix, &scratch);
+    qn_hw_args_tok (&args, &doc, prefix, &scratch);
     size_t ripe_len = 0;
     const char *ripe_raw = ripe >= 0 ? qn_json_raw (&doc, ripe, &ripe_len) : NULL;
     qn_pg_args_str (&args, ripe_raw, ripe_len);

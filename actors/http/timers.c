@@ -147,8 +147,8 @@ s_timer_send (qn_codec_t *codec, qn_http_ctx_t *ctx, qn_hw_call_t *c)
     qn_pg_args_init (&args);
     qn_pg_args_cstr (&args, ctx->tenant);
     qn_pg_args_cstr (&args, tm->timer_id);
-    qn_hw_pack_tok (qn_pg_args_value (&args), &c->doc, tm->queue, &scratch);
-    qn_hw_pack_tok (qn_pg_args_value (&args), &c->doc, tm->partition, &scratch);
+    qn_hw_args_tok (&args, &c->doc, tm->queue, &scratch);
+    qn_hw_args_tok (&args, &c->doc, tm->partition, &scratch);
     if (sealed)
         qn_pg_args_bin (&args, x->sealed.data, x->sealed.len);
     else {
@@ -157,7 +157,7 @@ s_timer_send (qn_codec_t *codec, qn_http_ctx_t *ctx, qn_hw_call_t *c)
         qn_pg_args_bin (&args, raw, len);
     }
     if (tm->txn >= 0)
-        qn_hw_pack_tok (qn_pg_args_value (&args), &c->doc, tm->txn, &scratch);
+        qn_hw_args_tok (&args, &c->doc, tm->txn, &scratch);
     else
         qn_pg_args_cstr (&args, tm->minted_txn);
     qn_pg_args_bool (&args, tm->txn >= 0);

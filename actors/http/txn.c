@@ -31,6 +31,7 @@
 #include "actors/http/write.h"
 #include "actors/pg/statements.h"
 
+#include <assert.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -648,15 +649,15 @@ s_txn_parse (qn_http_ctx_t *ctx, qn_hw_call_t *c, int ops, qn_buf_t *scratch)
     return 0;
 }
 
-//  requiredLeases: absent/null -> nil; else an array of lease UUIDs
+//  requiredLeases: absent/null -> NULL; else an array of lease UUIDs
 //  (empty strings skipped). Returns 0, or -1 after answering 400.
 static int
-s_pack_required (qn_http_ctx_t *ctx, const qn_json_doc_t *doc, msgpack_packer *pk,
+s_args_required (qn_http_ctx_t *ctx, const qn_json_doc_t *doc, qn_pg_args_t *args,
                  qn_buf_t *scratch)
 {
     int leases = qn_hw_field (doc, 0, "requiredLeases");
     if (leases < 0) {
-        msgpack_pack_nil (pk);
+        qn_pg_args_null (args);
         return 0;
     }
     if (qn_json_type (doc, leases) != QN_JSON_ARRAY) {
@@ -673,113 +674,109 @@ s_pack_required (qn_http_ctx_t *ctx, const qn_json_doc_t *doc, msgpack_packer *p
         }
         n += len > 0;
     }
-    msgpack_pack_array (pk, n);
+    qn_pg_args_array (args, n);
     for (int t = qn_json_first (doc, leases); t >= 0; t = qn_json_next_sibling (doc, leases, t))
         if (!qn_hw_is_empty_str (doc, t))
-            qn_hw_pack_tok (pk, doc, t, scratch);
+            qn_hw_args_tok (args, doc, t, scratch);
     return 0;
 }
 
-// ------------------------------------------------------------------ riders: packing
+// ------------------------------------------------------------------ riders: parameters
 static void
-s_pack_opt_int (msgpack_packer *pk, bool has, int64_t v)
+s_args_opt_int (qn_pg_args_t *args, bool has, int64_t v)
 {
-    has ? msgpack_pack_int64 (pk, v) : msgpack_pack_nil (pk);
+    has ? qn_pg_args_int (args, v) : qn_pg_args_null (args);
 }
 
-//  Packs the raw JSON text of tok as bin (the bytes stored).
+//  Adds the raw JSON text of tok as bytes (the bytes stored).
 static void
-s_pack_raw (msgpack_packer *pk, const qn_json_doc_t *doc, int tok)
+s_args_raw (qn_pg_args_t *args, const qn_json_doc_t *doc, int tok)
 {
     size_t len;
     const char *raw = qn_json_raw (doc, tok, &len);
-    msgpack_pack_bin (pk, len);
-    msgpack_pack_bin_body (pk, raw, len);
+    qn_pg_args_bin (args, raw, len);
 }
 
-//  The five kv arrays of queen.bundle: buckets, keys, values (nil for a
-//  delete), ifVersion, ttl.
+//  The five kv array parameters of queen.bundle: buckets, keys, values
+//  (NULL for a delete), ifVersion, ttl.
 static void
-s_pack_kv (msgpack_packer *pk, const qn_hw_call_t *c, qn_buf_t *scratch)
+s_args_kv (qn_pg_args_t *args, const qn_hw_call_t *c, qn_buf_t *scratch)
 {
     const s_bundle_t *b = c->ext;
     for (int f = 0; f < 5; f++) {
-        msgpack_pack_array (pk, b->nkv);
+        qn_pg_args_array (args, b->nkv);
         for (uint32_t i = 0; i < c->count; i++) {
             if (b->kind [i] != S_KV_SET && b->kind [i] != S_KV_DELETE)
                 continue;
             const s_rider_t *r = &b->riders [c->ops [i].ord];
             switch (f) {
-                case 0: qn_hw_pack_tok (pk, &c->doc, r->bucket, scratch); break;
-                case 1: qn_hw_pack_tok (pk, &c->doc, r->key, scratch); break;
+                case 0: qn_hw_args_tok (args, &c->doc, r->bucket, scratch); break;
+                case 1: qn_hw_args_tok (args, &c->doc, r->key, scratch); break;
                 case 2: if (b->kind [i] == S_KV_SET)
-                            s_pack_raw (pk, &c->doc, r->value);
+                            s_args_raw (args, &c->doc, r->value);
                         else
-                            msgpack_pack_nil (pk);
+                            qn_pg_args_null (args);
                         break;
-                case 3: s_pack_opt_int (pk, r->has_if, r->if_version); break;
-                default: s_pack_opt_int (pk, r->has_ttl, r->ttl_s); break;
+                case 3: s_args_opt_int (args, r->has_if, r->if_version); break;
+                default: s_args_opt_int (args, r->has_ttl, r->ttl_s); break;
             }
         }
     }
 }
 
-//  The nine timer arrays of queen.bundle: timerIds, then for a schedule
-//  (nil for a cancel) queue, partition, payload (the envelope when its
-//  queue is encrypted), transaction id, given, fire-at us, delay ms, and
-//  the keyed digest of a sealed payload's plaintext (nil: plaintext).
+//  The nine timer array parameters of queen.bundle: timerIds, then for a
+//  schedule (NULL for a cancel) queue, partition, payload (the envelope
+//  when its queue is encrypted), transaction id, given, fire-at us, delay
+//  ms, and the keyed digest of a sealed payload's plaintext (NULL:
+//  plaintext).
 static void
-s_pack_timers (msgpack_packer *pk, const qn_hw_call_t *c, qn_buf_t *scratch)
+s_args_timers (qn_pg_args_t *args, const qn_hw_call_t *c, qn_buf_t *scratch)
 {
     const s_bundle_t *b = c->ext;
     for (int f = 0; f < 9; f++) {
-        msgpack_pack_array (pk, b->ntimer);
+        qn_pg_args_array (args, b->ntimer);
         for (uint32_t i = 0; i < c->count; i++) {
             if (b->kind [i] != S_TIMER_SCHEDULE && b->kind [i] != S_TIMER_CANCEL)
                 continue;
             const s_rider_t *r = &b->riders [c->ops [i].ord];
             if (f > 0 && b->kind [i] == S_TIMER_CANCEL) {
-                msgpack_pack_nil (pk);
+                qn_pg_args_null (args);
                 continue;
             }
+            const qn_hw_extra_t *x = b->kind [i] == S_TIMER_SCHEDULE
+                                   ? &c->extra [r->extra] : NULL;
             switch (f) {
                 case 0: if (r->timer >= 0)
-                            qn_hw_pack_tok (pk, &c->doc, r->timer, scratch);
+                            qn_hw_args_tok (args, &c->doc, r->timer, scratch);
                         else
-                            qn_hw_pack_cstr (pk, r->minted_id);
+                            qn_pg_args_cstr (args, r->minted_id);
                         break;
-                case 1: qn_hw_pack_tok (pk, &c->doc, r->queue, scratch); break;
-                case 2: qn_hw_pack_tok (pk, &c->doc, r->partition, scratch); break;
-                case 3: if (c->extra [r->extra].sealed.len) {
-                            const qn_buf_t *env = &c->extra [r->extra].sealed;
-                            msgpack_pack_bin (pk, env->len);
-                            msgpack_pack_bin_body (pk, env->data, env->len);
-                        }
+                case 1: qn_hw_args_tok (args, &c->doc, r->queue, scratch); break;
+                case 2: qn_hw_args_tok (args, &c->doc, r->partition, scratch); break;
+                case 3: if (x->sealed.len)
+                            qn_pg_args_bin (args, x->sealed.data, x->sealed.len);
                         else
-                            s_pack_raw (pk, &c->doc, r->payload);
+                            s_args_raw (args, &c->doc, r->payload);
                         break;
                 case 4: if (r->txn >= 0)
-                            qn_hw_pack_tok (pk, &c->doc, r->txn, scratch);
+                            qn_hw_args_tok (args, &c->doc, r->txn, scratch);
                         else
-                            qn_hw_pack_cstr (pk, r->minted_txn);
+                            qn_pg_args_cstr (args, r->minted_txn);
                         break;
-                case 5: r->txn >= 0 ? msgpack_pack_true (pk) : msgpack_pack_false (pk); break;
-                case 6: s_pack_opt_int (pk, r->has_at, r->at_us); break;
-                case 7: s_pack_opt_int (pk, !r->has_at, r->delay_ms); break;
-                default: if (c->extra [r->extra].sealed.len) {
-                            msgpack_pack_bin (pk, QN_CRYPTO_DIGEST_LEN);
-                            msgpack_pack_bin_body (pk, c->extra [r->extra].digest,
-                                                   QN_CRYPTO_DIGEST_LEN);
-                        }
+                case 5: qn_pg_args_bool (args, r->txn >= 0); break;
+                case 6: s_args_opt_int (args, r->has_at, r->at_us); break;
+                case 7: s_args_opt_int (args, !r->has_at, r->delay_ms); break;
+                default: if (x->sealed.len)
+                            qn_pg_args_bin (args, x->digest, QN_CRYPTO_DIGEST_LEN);
                         else
-                            msgpack_pack_nil (pk);
+                            qn_pg_args_null (args);
                         break;
             }
         }
     }
 }
 
-//  Packs a validated (and sealed) transaction into one queen.bundle call.
+//  Sends a validated (and sealed) transaction as one queen.bundle call.
 //  Takes c.
 static void
 s_txn_send (qn_codec_t *codec, qn_http_ctx_t *ctx, qn_hw_call_t *c)
@@ -787,37 +784,31 @@ s_txn_send (qn_codec_t *codec, qn_http_ctx_t *ctx, qn_hw_call_t *c)
     const qn_json_doc_t *doc = &c->doc;
     const s_bundle_t *b = c->ext;
     qn_buf_t scratch = QN_BUF_INIT;
-    msgpack_sbuffer sb;
-    msgpack_sbuffer_init (&sb);
     //  queen.bundle: tenant, kinds, 7 push arrays, not-before instants,
     //  7 ack arrays, required leases, 5 kv arrays, 9 timer arrays.
-    msgpack_packer pk;
-    msgpack_packer_init (&pk, &sb, msgpack_sbuffer_write);
-    msgpack_pack_array (&pk, 32);
-    qn_hw_pack_cstr (&pk, ctx->tenant);
-    msgpack_pack_array (&pk, c->count);
+    qn_pg_args_t args;
+    qn_pg_args_init (&args);
+    qn_pg_args_cstr (&args, ctx->tenant);
+    qn_pg_args_array (&args, c->count);
     for (uint32_t i = 0; i < c->count; i++)
-        qn_hw_pack_cstr (&pk, s_kind_names [b->kind [i]]);
-    qn_hw_pack_push_arrays (&pk, c, "{}", &scratch);
-    qn_hw_pack_not_before (&pk, c);
+        qn_pg_args_cstr (&args, s_kind_names [b->kind [i]]);
+    qn_hw_args_push_arrays (&args, c, "{}", &scratch);
+    qn_hw_args_not_before (&args, c);
     const qn_hw_ack_t **list = qn_malloc ((c->nack + 1) * sizeof *list);
     for (uint32_t i = 0, j = 0; i < c->count; i++)
         if (b->kind [i] == S_ACK)
             list [j++] = &c->ops [i].ack;
-    qn_hw_pack_acks (&pk, doc, list, c->nack, -1, &scratch);
+    qn_hw_args_acks (&args, doc, list, c->nack, -1, &scratch);
     free (list);
-    if (s_pack_required (ctx, doc, &pk, &scratch))
+    if (s_args_required (ctx, doc, &args, &scratch))
         goto done;
-    s_pack_kv (&pk, c, &scratch);
-    s_pack_timers (&pk, c, &scratch);
-    int rc = qn_codec_exec (codec, ctx, "pg_writer", QN_SQL_BUNDLE, NULL, sb.data, sb.size,
-                            s_on_txn, c);
-    if (rc == 0)
+    s_args_kv (&args, c, &scratch);
+    s_args_timers (&args, c, &scratch);
+    assert (args.count == 32);
+    if (qn_hw_exec_args (codec, ctx, QN_SQL_BUNDLE, &args, s_on_txn, c) == 0)
         c = NULL;
-    else
-        qn_http_reply_errorf (ctx, 503, "database unavailable: %s", qn_strerror (rc));
 done:
-    msgpack_sbuffer_destroy (&sb);
+    qn_pg_args_free (&args);
     qn_buf_free (&scratch);
     qn_hw_call_free (c);
 }

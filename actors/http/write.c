@@ -7,6 +7,7 @@
 */
 #include "actors/http/write.h"
 #include "actors/pg/statements.h"
+#include "wire/msg_push.h"
 #include "wire/msg_timer_arm.h"
 
 #include <stdio.h>
@@ -228,50 +229,36 @@ qn_hw_ack_check (const qn_json_doc_t *doc, int tok, const qn_hw_ack_msgs_t *m, q
     return 0;
 }
 
-// ------------------------------------------------------------------ msgpack output
+// ------------------------------------------------------------------ PG_EXEC parameters
 void
-qn_hw_pack_strn (msgpack_packer *pk, const char *s, size_t len)
-{
-    msgpack_pack_str (pk, len);
-    msgpack_pack_str_body (pk, s, len);
-}
-
-void
-qn_hw_pack_cstr (msgpack_packer *pk, const char *s)
-{
-    qn_hw_pack_strn (pk, s, strlen (s));
-}
-
-void
-qn_hw_pack_tok (msgpack_packer *pk, const qn_json_doc_t *doc, int tok, qn_buf_t *scratch)
+qn_hw_args_tok (qn_pg_args_t *args, const qn_json_doc_t *doc, int tok, qn_buf_t *scratch)
 {
     const char *p;
     size_t len;
     if (tok < 0 || qn_hw_text (doc, tok, scratch, &p, &len) < 0)
-        msgpack_pack_nil (pk);
+        qn_pg_args_null (args);
     else
-        qn_hw_pack_strn (pk, p, len);
+        qn_pg_args_str (args, p, len);
 }
 
 void
-qn_hw_pack_error (msgpack_packer *pk, const qn_json_doc_t *doc, int tok, qn_buf_t *scratch)
+qn_hw_args_error (qn_pg_args_t *args, const qn_json_doc_t *doc, int tok, qn_buf_t *scratch)
 {
     if (tok >= 0 && !qn_hw_is_str (doc, tok)) {
         size_t len;
         const char *raw = qn_json_raw (doc, tok, &len);
-        qn_hw_pack_strn (pk, raw, len);
+        qn_pg_args_str (args, raw, len);
     }
     else
-        qn_hw_pack_tok (pk, doc, tok, scratch);
+        qn_hw_args_tok (args, doc, tok, scratch);
 }
 
 void
-qn_hw_pack_payload (msgpack_packer *pk, const qn_json_doc_t *doc, int tok, const char *dflt)
+qn_hw_args_payload (qn_pg_args_t *args, const qn_json_doc_t *doc, int tok, const char *dflt)
 {
     size_t len = strlen (dflt);
     const char *raw = tok >= 0 ? qn_json_raw (doc, tok, &len) : dflt;
-    msgpack_pack_bin (pk, len);
-    msgpack_pack_bin_body (pk, raw, len);
+    qn_pg_args_bin (args, raw, len);
 }
 
 const qn_hw_item_t *
@@ -300,39 +287,52 @@ s_sealed_at (const qn_hw_call_t *c, uint32_t i)
     return c->sealed && c->sealed [i].len ? &c->sealed [i] : NULL;
 }
 
-void
-qn_hw_pack_item (msgpack_packer *pk, const qn_json_doc_t *doc, const qn_hw_item_t *it,
-                 const char *minted, const qn_buf_t *sealed, const char *producer,
-                 qn_buf_t *scratch)
+//  String token tok unescaped into *p, *len (NULL when tok < 0 or not a
+//  string).
+static void
+s_text_or_null (const qn_json_doc_t *doc, int tok, qn_buf_t *scratch, const char **p, size_t *len)
 {
-    msgpack_pack_array (pk, it->has_nb ? 8 : 7);
-    qn_hw_pack_tok (pk, doc, it->queue, scratch);
+    if (tok < 0 || qn_hw_text (doc, tok, scratch, p, len) < 0) {
+        *p = NULL;
+        *len = 0;
+    }
+}
+
+void
+qn_hw_push_item (msgpack_packer *pk, const qn_json_doc_t *doc, const qn_hw_item_t *it,
+                 const char *minted, const qn_buf_t *sealed, const char *producer)
+{
+    //  One scratch buffer per unescaped field: each may point into its own.
+    qn_buf_t scratch [4] = { QN_BUF_INIT, QN_BUF_INIT, QN_BUF_INIT, QN_BUF_INIT };
+    qn_msg_push_item_t m = { .has_not_before = it->has_nb, .not_before_us = it->nb_us };
+    s_text_or_null (doc, it->queue, &scratch [0], &m.queue, &m.queue_len);
+    if (!m.queue)
+        m.queue = "";           //  Validated: never the case
     if (it->partition >= 0)
-        qn_hw_pack_tok (pk, doc, it->partition, scratch);
+        s_text_or_null (doc, it->partition, &scratch [1], &m.partition, &m.partition_len);
     else
-        qn_hw_pack_cstr (pk, "Default");
+        m.partition = "Default", m.partition_len = 7;
     if (it->txn >= 0)
-        qn_hw_pack_tok (pk, doc, it->txn, scratch);
+        s_text_or_null (doc, it->txn, &scratch [2], &m.txn, &m.txn_len);
     else
     if (minted)
-        qn_hw_pack_cstr (pk, minted);
-    else
-        msgpack_pack_nil (pk);
-    bool enc = sealed && sealed->len;
-    if (enc) {
-        msgpack_pack_bin (pk, sealed->len);
-        msgpack_pack_bin_body (pk, sealed->data, sealed->len);
+        m.txn = minted, m.txn_len = strlen (minted);
+    m.encrypted = sealed && sealed->len;
+    if (m.encrypted) {
+        m.payload = sealed->data;
+        m.payload_len = sealed->len;
     }
     else
-        qn_hw_pack_payload (pk, doc, it->payload, "null");
-    qn_hw_pack_tok (pk, doc, it->trace, scratch);
-    if (producer)
-        qn_hw_pack_cstr (pk, producer);
+    if (it->payload >= 0)
+        m.payload = qn_json_raw (doc, it->payload, &m.payload_len);
     else
-        msgpack_pack_nil (pk);
-    enc ? msgpack_pack_true (pk) : msgpack_pack_false (pk);
-    if (it->has_nb)
-        msgpack_pack_int64 (pk, it->nb_us);
+        m.payload = "null", m.payload_len = 4;
+    s_text_or_null (doc, it->trace, &scratch [3], &m.trace, &m.trace_len);
+    if (producer)
+        m.producer = producer, m.producer_len = strlen (producer);
+    qn_msg_push_item (pk, &m);
+    for (int i = 0; i < 4; i++)
+        qn_buf_free (&scratch [i]);
 }
 
 //  The number of push items of the call.
@@ -343,98 +343,84 @@ s_push_count (const qn_hw_call_t *c)
 }
 
 void
-qn_hw_pack_push_arrays (msgpack_packer *pk, const qn_hw_call_t *c, const char *dflt,
+qn_hw_args_push_arrays (qn_pg_args_t *args, const qn_hw_call_t *c, const char *dflt,
                         qn_buf_t *scratch)
 {
     const qn_json_doc_t *doc = &c->doc;
     for (int f = 0; f < 7; f++) {
-        msgpack_pack_array (pk, s_push_count (c));
+        qn_pg_args_array (args, s_push_count (c));
         for (uint32_t i = 0; i < c->count; i++) {
             const qn_hw_item_t *it = qn_hw_item_at (c, i);
             const qn_buf_t *sealed = s_sealed_at (c, i);
             if (!it)
                 continue;
             switch (f) {
-                case 0: qn_hw_pack_tok (pk, doc, it->queue, scratch); break;
+                case 0: qn_hw_args_tok (args, doc, it->queue, scratch); break;
                 case 1: if (it->partition >= 0)
-                            qn_hw_pack_tok (pk, doc, it->partition, scratch);
+                            qn_hw_args_tok (args, doc, it->partition, scratch);
                         else
-                            qn_hw_pack_cstr (pk, "Default");
+                            qn_pg_args_cstr (args, "Default");
                         break;
-                case 2: qn_hw_pack_tok (pk, doc, it->txn, scratch); break;
-                case 3: if (sealed) {
-                            msgpack_pack_bin (pk, sealed->len);
-                            msgpack_pack_bin_body (pk, sealed->data, sealed->len);
-                        }
+                case 2: qn_hw_args_tok (args, doc, it->txn, scratch); break;
+                case 3: if (sealed)
+                            qn_pg_args_bin (args, sealed->data, sealed->len);
                         else
-                            qn_hw_pack_payload (pk, doc, it->payload, dflt);
+                            qn_hw_args_payload (args, doc, it->payload, dflt);
                         break;
-                case 4: qn_hw_pack_tok (pk, doc, it->trace, scratch); break;
-                case 5: if (c->producer)
-                            qn_hw_pack_cstr (pk, c->producer);
-                        else
-                            msgpack_pack_nil (pk);
-                        break;
-                default: sealed ? msgpack_pack_true (pk) : msgpack_pack_false (pk); break;
+                case 4: qn_hw_args_tok (args, doc, it->trace, scratch); break;
+                case 5: qn_pg_args_cstr (args, c->producer); break;
+                default: qn_pg_args_bool (args, sealed != NULL); break;
             }
         }
     }
 }
 
 void
-qn_hw_pack_not_before (msgpack_packer *pk, const qn_hw_call_t *c)
+qn_hw_args_not_before (qn_pg_args_t *args, const qn_hw_call_t *c)
 {
     if (!qn_hw_any_delay (c)) {
-        msgpack_pack_nil (pk);
+        qn_pg_args_null (args);
         return;
     }
-    msgpack_pack_array (pk, s_push_count (c));
+    qn_pg_args_array (args, s_push_count (c));
     for (uint32_t i = 0; i < c->count; i++) {
         const qn_hw_item_t *it = qn_hw_item_at (c, i);
         if (!it)
             continue;
         if (it->has_nb)
-            msgpack_pack_int64 (pk, it->nb_us);
+            qn_pg_args_int (args, it->nb_us);
         else
-            msgpack_pack_nil (pk);
+            qn_pg_args_null (args);
     }
 }
 
-//  Column `col` (0..6) of the acks as one array: group, partition id, txn,
-//  seq, status, lease, error.
+//  Column `col` (0..6) of the acks as one array parameter: group,
+//  partition id, txn, seq, status, lease, error.
 static void
-s_pack_ack_column (msgpack_packer *pk, const qn_json_doc_t *doc, const qn_hw_ack_t *const *acks,
+s_args_ack_column (qn_pg_args_t *args, const qn_json_doc_t *doc, const qn_hw_ack_t *const *acks,
                    uint32_t n, int group, qn_buf_t *scratch, int col)
 {
-    msgpack_pack_array (pk, n);
+    qn_pg_args_array (args, n);
     for (uint32_t i = 0; i < n; i++)
         switch (col) {
-            case 0: qn_hw_pack_tok (pk, doc, group >= 0 ? group : acks [i]->group, scratch); break;
-            case 1: msgpack_pack_int64 (pk, acks [i]->pid); break;
-            case 2: qn_hw_pack_tok (pk, doc, acks [i]->txn, scratch); break;
+            case 0: qn_hw_args_tok (args, doc, group >= 0 ? group : acks [i]->group, scratch); break;
+            case 1: qn_pg_args_int (args, acks [i]->pid); break;
+            case 2: qn_hw_args_tok (args, doc, acks [i]->txn, scratch); break;
             case 3:
                 if (acks [i]->has_seq)
-                    msgpack_pack_int64 (pk, acks [i]->seq);
+                    qn_pg_args_int (args, acks [i]->seq);
                 else
-                    msgpack_pack_nil (pk);
+                    qn_pg_args_null (args);
                 break;
             case 4:
                 if (acks [i]->status >= 0)
-                    qn_hw_pack_tok (pk, doc, acks [i]->status, scratch);
+                    qn_hw_args_tok (args, doc, acks [i]->status, scratch);
                 else
-                    qn_hw_pack_cstr (pk, "completed");
+                    qn_pg_args_cstr (args, "completed");
                 break;
-            case 5: qn_hw_pack_tok (pk, doc, acks [i]->lease, scratch); break;
-            default: qn_hw_pack_error (pk, doc, acks [i]->error, scratch); break;
+            case 5: qn_hw_args_tok (args, doc, acks [i]->lease, scratch); break;
+            default: qn_hw_args_error (args, doc, acks [i]->error, scratch); break;
         }
-}
-
-void
-qn_hw_pack_acks (msgpack_packer *pk, const qn_json_doc_t *doc, const qn_hw_ack_t *const *acks,
-                 uint32_t n, int group, qn_buf_t *scratch)
-{
-    for (int col = 0; col < 7; col++)
-        s_pack_ack_column (pk, doc, acks, n, group, scratch, col);
 }
 
 void
@@ -442,7 +428,7 @@ qn_hw_args_acks (qn_pg_args_t *args, const qn_json_doc_t *doc, const qn_hw_ack_t
                  uint32_t n, int group, qn_buf_t *scratch)
 {
     for (int col = 0; col < 7; col++)
-        s_pack_ack_column (qn_pg_args_value (args), doc, acks, n, group, scratch, col);
+        s_args_ack_column (args, doc, acks, n, group, scratch, col);
 }
 
 // ------------------------------------------------------------------ results
@@ -588,18 +574,6 @@ qn_hw_systemic (const qn_pg_result_t *res)
 {
     return !res->ok && (qn_hw_db_unavailable (res) || !strncmp (res->sqlstate, "57", 2)
                     ||  !strncmp (res->sqlstate, "53", 2) || !strncmp (res->sqlstate, "40", 2));
-}
-
-int
-qn_hw_exec (qn_codec_t *codec, qn_http_ctx_t *ctx, uint32_t stmt, const msgpack_sbuffer *sb,
-            qn_codec_result_fn *cb, void *arg)
-{
-    int rc = qn_codec_exec (codec, ctx, "pg_writer", stmt, NULL, sb->data, sb->size, cb, arg);
-    if (rc) {
-        qn_http_reply_errorf (ctx, 503, "database unavailable: %s", qn_strerror (rc));
-        return -1;
-    }
-    return 0;
 }
 
 int

@@ -118,44 +118,38 @@ int qn_hw_item_check (const qn_json_doc_t *doc, int tok, const char *label, int6
 int qn_hw_ack_check (const qn_json_doc_t *doc, int tok, const qn_hw_ack_msgs_t *m, qn_hw_ack_t *a,
                      qn_buf_t *scratch, char *err, size_t err_len);
 
-// ------------------------------------------------------------------ msgpack output
-void qn_hw_pack_strn (msgpack_packer *pk, const char *s, size_t len);
-void qn_hw_pack_cstr (msgpack_packer *pk, const char *s);
-//  Packs string token tok unescaped, or nil when tok < 0.
-void qn_hw_pack_tok (msgpack_packer *pk, const qn_json_doc_t *doc, int tok, qn_buf_t *scratch);
-//  Packs tok's raw JSON text (a non-string error value), or its text.
-void qn_hw_pack_error (msgpack_packer *pk, const qn_json_doc_t *doc, int tok, qn_buf_t *scratch);
-//  The payload bytes of an item: its raw JSON text, else `dflt`.
-void qn_hw_pack_payload (msgpack_packer *pk, const qn_json_doc_t *doc, int tok, const char *dflt);
+// ------------------------------------------------------------------ PG_EXEC parameters
+//  Adds string token tok unescaped to args, or NULL when tok < 0 (a
+//  parameter, or an element of the open array: wire/msg_pg.h).
+void qn_hw_args_tok (qn_pg_args_t *args, const qn_json_doc_t *doc, int tok, qn_buf_t *scratch);
+//  Adds tok's raw JSON text (a non-string error value), or its text.
+void qn_hw_args_error (qn_pg_args_t *args, const qn_json_doc_t *doc, int tok, qn_buf_t *scratch);
+//  Adds the payload bytes of an item: its raw JSON text, else `dflt`.
+void qn_hw_args_payload (qn_pg_args_t *args, const qn_json_doc_t *doc, int tok, const char *dflt);
 //  The push item at position i of the call (an item of a push or a
 //  cycle, a push operation of a transaction), or NULL for an ack.
 const qn_hw_item_t *qn_hw_item_at (const qn_hw_call_t *c, uint32_t i);
 //  True when some push item of the call has a delay.
 bool qn_hw_any_delay (const qn_hw_call_t *c);
-//  One PG_PUSH / SPOOL_APPEND item: [queue, partition, txn|nil,
-//  payload(bin), trace|nil, producer|nil, encrypted(, not_before_us)].
-//  The eighth field is there only for a delayed item. `sealed` (or NULL,
-//  or empty): the envelope that replaces the payload of an encrypted queue.
-//  `producer` (or NULL): the verified JWT subject (§1.8; a producerSub in
-//  the body is never read).
-void qn_hw_pack_item (msgpack_packer *pk, const qn_json_doc_t *doc, const qn_hw_item_t *it,
-                      const char *minted, const qn_buf_t *sealed, const char *producer,
-                      qn_buf_t *scratch);
+//  Packs one QN_MSG_PUSH item (qn_msg_push_item, wire/msg_push.h):
+//  partition "Default" when absent, txn `minted` (or NULL) when absent,
+//  payload the raw JSON text. `sealed` (or NULL, or empty): the envelope
+//  that replaces the payload of an encrypted queue. `producer` (or NULL):
+//  the verified JWT subject (§1.8; a producerSub in the body is never read).
+void qn_hw_push_item (msgpack_packer *pk, const qn_json_doc_t *doc, const qn_hw_item_t *it,
+                      const char *minted, const qn_buf_t *sealed, const char *producer);
 //  The push arrays of queen.push / queen.txn / queen_streams.cycle for the
-//  call's push items: queues, partitions, txn ids, payloads (sealed, or
-//  the raw JSON, or dflt when absent), trace ids, producers (c->producer),
-//  encrypted flags (7 arrays).
-void qn_hw_pack_push_arrays (msgpack_packer *pk, const qn_hw_call_t *c, const char *dflt,
+//  call's push items, as 7 array parameters: queues, partitions, txn ids,
+//  payloads (sealed, or the raw JSON, or dflt when absent), trace ids,
+//  producers (c->producer), encrypted flags.
+void qn_hw_args_push_arrays (qn_pg_args_t *args, const qn_hw_call_t *c, const char *dflt,
                              qn_buf_t *scratch);
-//  The not-before array of the call's push items (int8[] of Unix epoch
-//  us, nil elements for items without a delay), or nil when none has one.
-void qn_hw_pack_not_before (msgpack_packer *pk, const qn_hw_call_t *c);
-//  Packs the seven ack arrays (without the tenant): groups, partition ids,
-//  transaction ids, seqs, statuses, lease ids, errors. `group` >= 0
+//  The not-before parameter of the call's push items (int8[] of Unix epoch
+//  us, NULL elements for items without a delay), or NULL when none has one.
+void qn_hw_args_not_before (qn_pg_args_t *args, const qn_hw_call_t *c);
+//  The seven ack array parameters (without the tenant): groups, partition
+//  ids, transaction ids, seqs, statuses, lease ids, errors. `group` >= 0
 //  overrides every item's consumerGroup.
-void qn_hw_pack_acks (msgpack_packer *pk, const qn_json_doc_t *doc, const qn_hw_ack_t *const *acks,
-                      uint32_t n, int group, qn_buf_t *scratch);
-//  The same as seven parameters of args.
 void qn_hw_args_acks (qn_pg_args_t *args, const qn_json_doc_t *doc, const qn_hw_ack_t *const *acks,
                       uint32_t n, int group, qn_buf_t *scratch);
 
@@ -190,12 +184,8 @@ bool qn_hw_systemic (const qn_pg_result_t *res);
 
 //  Sends PG_EXEC of stmt with the parameters in `args` to pg_writer with
 //  cb; on a send failure answers 503 and returns -1 (cb is not called).
-//  qn_hw_exec: the same with the parameter array packed in `sb` (the
-//  files that still pack their own).
 int qn_hw_exec_args (qn_codec_t *codec, qn_http_ctx_t *ctx, uint32_t stmt, const qn_pg_args_t *args,
                      qn_codec_result_fn *cb, void *arg);
-int qn_hw_exec (qn_codec_t *codec, qn_http_ctx_t *ctx, uint32_t stmt, const msgpack_sbuffer *sb,
-                qn_codec_result_fn *cb, void *arg);
 
 //  Tells timers about a timer created by a route (QN_MSG_TIMER_ARM
 //  [id, due_us]); a hint: its next load finds the timer anyway.

@@ -8,19 +8,13 @@
 #include <stdio.h>
 #include <string.h>
 
-void
-qn_pg_call_begin (msgpack_sbuffer *out, msgpack_packer *pk, uint32_t stmt,
-                  const char *sql, uint32_t nparams)
+int
+qn_pg_call (qn_kernel_t *kernel, const char *to, msgpack_sbuffer *out, uint32_t stmt,
+            const char *sql, const qn_pg_args_t *args, uint32_t timeout_ms,
+            qn_reply_fn *cb, void *arg)
 {
     msgpack_sbuffer_clear (out);
-    msgpack_packer_init (pk, out, msgpack_sbuffer_write);
-    qn_msg_pg_exec_begin (pk, stmt, sql, nparams);
-}
-
-int
-qn_pg_call_send (qn_kernel_t *kernel, const char *to, const msgpack_sbuffer *out,
-                 uint32_t timeout_ms, qn_reply_fn *cb, void *arg)
-{
+    qn_msg_pg_exec_encode (out, stmt, sql, args);
     qn_msg_t msg = {
         .to = to, .type = QN_MSG_PG_EXEC, .body = out->data, .body_len = out->size
     };

@@ -6,13 +6,14 @@
     their absence) become the "db" events and the routing's db_up.
     Part of the pg_writer actor (writer_int.h): no state of its own.
     Receives  fd events of its connections (from the kernel)
-    Sends     "db" events QN_MSG_DB_HEALTH [up]
+    Sends     "db" events QN_MSG_DB_HEALTH [up] (wire/msg_db.h)
     Owns      nothing beyond the actor's connections
     Failure   a dropped connection fails its job (a push goes to the
               spool, batch.c) and, when no connection is left, every
               queued job
 */
 #include "actors/pg/writer_int.h"
+#include "wire/msg_db.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -56,10 +57,7 @@ qn_pgw_publish_health (qn_pgw_t *self, bool up)
                  (long long) self->config->pg_port);
     msgpack_sbuffer buf;
     msgpack_sbuffer_init (&buf);
-    msgpack_packer pk;
-    msgpack_packer_init (&pk, &buf, msgpack_sbuffer_write);
-    msgpack_pack_array (&pk, 1);
-    up ? msgpack_pack_true (&pk) : msgpack_pack_false (&pk);
+    qn_msg_db_health_encode (&buf, up);
     qn_publish (self->kernel, "db", QN_MSG_DB_HEALTH, buf.data, buf.size);
     msgpack_sbuffer_destroy (&buf);
 }

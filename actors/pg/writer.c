@@ -77,18 +77,18 @@ qn_pgw_pack_rows (msgpack_packer *pk, PGresult *res, int first, int last, int64_
 {
     int cols = PQnfields (res);
     for (int r = first; r < last; r++) {
-        msgpack_pack_array (pk, (size_t) cols);
+        qn_msg_pg_result_row (pk, (uint32_t) cols);
         for (int c = 0; c < cols; c++) {
             const char *v = PQgetvalue (res, r, c);
             int len = PQgetisnull (res, r, c) ? -1 : PQgetlength (res, r, c);
             if (c == 0 && ord_base >= 0 && len == 4) {
                 int32_t ord = (int32_t) ((uint32_t) (uint8_t) v [0] << 24 | (uint32_t) (uint8_t) v [1] << 16
                                        | (uint32_t) (uint8_t) v [2] << 8 | (uint8_t) v [3]);
-                msgpack_pack_int64 (pk, ord - ord_base);
+                qn_msg_pg_result_int (pk, ord - ord_base);
             }
             else
             if (qn_pg_decode_value (PQftype (res, c), v, len, pk))
-                msgpack_pack_nil (pk);
+                qn_msg_pg_result_null (pk);
         }
     }
 }

@@ -39,18 +39,19 @@ typedef struct {
     bool segments_running;
     bool failing;               //  Last call failed (logged once)
     msgpack_sbuffer out;
+    qn_pg_args_t args;
 } self_t;
 
 //  Sends PG_EXEC [stmt, nil, params] with one int param (or none).
 static int
 s_exec (self_t *self, uint32_t stmt, int64_t param, bool has_param, qn_reply_fn *cb)
 {
-    msgpack_packer pk;
-    qn_pg_call_begin (&self->out, &pk, stmt, NULL, has_param ? 1 : 0);
+    qn_pg_args_clear (&self->args);
     if (has_param)
-        msgpack_pack_int64 (&pk, param);
+        qn_pg_args_int (&self->args, param);
     uint32_t timeout = (uint32_t) self->config->db_statement_timeout_ms + 2000;
-    return qn_pg_call_send (self->kernel, "pg_writer", &self->out, timeout, cb, NULL);
+    return qn_pg_call (self->kernel, "pg_writer", &self->out, stmt, NULL, &self->args, timeout,
+                       cb, NULL);
 }
 
 static void
@@ -202,6 +203,7 @@ s_destroy (void **self_p)
     if (!self)
         return;
     msgpack_sbuffer_destroy (&self->out);
+    qn_pg_args_free (&self->args);
     free (self);
     *self_p = NULL;
 }
@@ -221,6 +223,7 @@ qn_retention_new (qn_kernel_t *kernel, const qn_config_t *config)
                ? config->retention_interval_ms : config->eviction_interval_ms;
     self->interval_ms = ms > 0 ? (uint32_t) ms : 60000;
     msgpack_sbuffer_init (&self->out);
+    qn_pg_args_init (&self->args);
     qn_actor_def_t def = {
         .name = "retention", .routes = s_routes, .self = self, .destroy = s_destroy
     };

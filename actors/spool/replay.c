@@ -15,7 +15,7 @@
               failed.qspool
 */
 #include "actors/spool/spool_int.h"
-#include "wire/mp.h"
+#include "wire/msg_db.h"
 #include "wire/msg_maint.h"
 #include "wire/msg_push.h"
 #include "wire/msg_spool.h"
@@ -84,7 +84,7 @@ s_batch_add (qn_sp_t *self, s_batch_t *b, int64_t n)
     if (!b->records)
         qn_buf_append (&self->flight_tenant, m.tenant, m.tenant_len);
     for (uint32_t i = 0; i < m.count; i++)
-        msgpack_pack_object (&b->pk, m.items [i]);
+        qn_msg_push_item_copy (&b->pk, &m.items [i], NULL);
     b->count += m.count;
     b->records++;
     msgpack_unpacked_destroy (&rec);
@@ -255,7 +255,7 @@ qn_sp_on_db (void *self_, const qn_env_t *env)
 {
     qn_sp_t *self = self_;
     bool up;
-    if (qn_mp_scan (env->body.ptr, env->body.len, "b", &up) == 0) {
+    if (qn_msg_db_health_decode (env->body.ptr, env->body.len, &up) == 0) {
         self->db_up = up;
         if (self->db_up) {
             //  Back: retry at once rather than at the end of the backoff.

@@ -94,6 +94,7 @@ typedef struct {
     int sweep_rounds;
     s_streak_t load_failing, fire_failing, sweep_failing;
     msgpack_sbuffer out;
+    qn_pg_args_t args;          //  Parameters of the next call
 } self_t;
 
 static void s_arm (self_t *self);
@@ -180,22 +181,23 @@ s_succeeded (s_streak_t *st, const char *what)
     st->warned = false;
 }
 
-//  Sends the PG_EXEC request packed in self->out (s_begin, then the
-//  parameters); cb gets the reply. 0, or an error after which cb is not
+//  Sends PG_EXEC of stmt with the parameters built in self->args (cleared
+//  by s_args); cb gets the reply. 0, or an error after which cb is not
 //  called.
 static int
-s_exec (self_t *self, qn_reply_fn *cb, void *arg)
+s_exec (self_t *self, uint32_t stmt, qn_reply_fn *cb, void *arg)
 {
     uint32_t timeout = (uint32_t) self->config->db_statement_timeout_ms + 2000;
-    return qn_pg_call_send (self->kernel, "pg_writer", &self->out, timeout, cb, arg);
+    return qn_pg_call (self->kernel, "pg_writer", &self->out, stmt, NULL, &self->args, timeout,
+                       cb, arg);
 }
 
-//  Starts a PG_EXEC body [stmt, nil, [params...]] in self->out; the caller
-//  packs the nparams parameters.
-static void
-s_begin (self_t *self, msgpack_packer *pk, uint32_t stmt, uint32_t nparams)
+//  The emptied parameter list of the next call.
+static qn_pg_args_t *
+s_args (self_t *self)
 {
-    qn_pg_call_begin (&self->out, pk, stmt, NULL, nparams);
+    qn_pg_args_clear (&self->args);
+    return &self->args;
 }
 
 // ------------------------------------------------------------------ waking
@@ -344,17 +346,16 @@ s_flush (self_t *self)
         if (!batch)
             return;
         uint32_t n = self->ready_len < S_FIRE_BATCH ? (uint32_t) self->ready_len : S_FIRE_BATCH;
-        msgpack_packer pk;
-        s_begin (self, &pk, QN_SQL_TIMER_FIRE, 1);
-        msgpack_pack_array (&pk, n);
+        qn_pg_args_t *args = s_args (self);
+        qn_pg_args_array (args, n);
         for (uint32_t i = 0; i < n; i++)
-            msgpack_pack_int64 (&pk, self->ready [i]);
+            qn_pg_args_int (args, self->ready [i]);
         batch->ids = qn_malloc (n * sizeof *batch->ids);
         memcpy (batch->ids, self->ready, n * sizeof *batch->ids);
         batch->count = n;
         memmove (self->ready, self->ready + n, (self->ready_len - n) * sizeof *self->ready);
         self->ready_len -= n;
-        if (s_exec (self, s_on_fired, batch) == 0) {
+        if (s_exec (self, QN_SQL_TIMER_FIRE, s_on_fired, batch) == 0) {
             batch->used = true;
             qn_count (self->kernel, "timers_fire_calls", 1);
         }
@@ -404,12 +405,11 @@ s_load (self_t *self)
 {
     if (self->loading)
         return;
-    msgpack_packer pk;
-    s_begin (self, &pk, QN_SQL_TIMER_DUE, 2);
-    msgpack_pack_int32 (&pk, S_HORIZON_MS);
-    msgpack_pack_int32 (&pk, S_LOAD_LIMIT);
+    qn_pg_args_t *args = s_args (self);
+    qn_pg_args_int (args, S_HORIZON_MS);
+    qn_pg_args_int (args, S_LOAD_LIMIT);
     self->load_sent_us = qn_wall_us ();
-    if (s_exec (self, s_on_loaded, NULL) == 0)
+    if (s_exec (self, QN_SQL_TIMER_DUE, s_on_loaded, NULL) == 0)
         self->loading = true;
 }
 
@@ -475,11 +475,10 @@ s_sweep (self_t *self)
     if (self->sweeping)
         return;
     self->sweep_rounds++;
-    msgpack_packer pk;
-    s_begin (self, &pk, QN_SQL_STATE_SWEEP, 2);
-    msgpack_pack_int32 (&pk, S_SWEEP_BATCH);
-    msgpack_pack_int32 (&pk, S_FIRED_RETENTION_S);
-    if (s_exec (self, s_on_swept, NULL) == 0)
+    qn_pg_args_t *args = s_args (self);
+    qn_pg_args_int (args, S_SWEEP_BATCH);
+    qn_pg_args_int (args, S_FIRED_RETENTION_S);
+    if (s_exec (self, QN_SQL_STATE_SWEEP, s_on_swept, NULL) == 0)
         self->sweeping = true;
 }
 
@@ -527,6 +526,7 @@ s_destroy (void **self_p)
     free (self->ready);
     qn_hashmap_destroy (&self->known);
     msgpack_sbuffer_destroy (&self->out);
+    qn_pg_args_free (&self->args);
     free (self);
     *self_p = NULL;
 }
@@ -546,6 +546,7 @@ qn_timers_new (qn_kernel_t *kernel, const qn_config_t *config)
     self->config = config;
     self->known = qn_hashmap_new ();
     msgpack_sbuffer_init (&self->out);
+    qn_pg_args_init (&self->args);
     qn_actor_def_t def = {
         .name = "timers", .routes = s_routes, .self = self, .destroy = s_destroy
     };

@@ -61,24 +61,6 @@ test_exec_round_trip (void **state)
         assert_int_equal (qn_msg_pg_exec_decode (b.data, cut, &holder, &out), -1);
         msgpack_unpacked_destroy (&holder);
     }
-    //  The same with the parameters packed beforehand: the same bytes.
-    msgpack_sbuffer packed, again;
-    msgpack_sbuffer_init (&packed);
-    msgpack_sbuffer_init (&again);
-    msgpack_packer pk;
-    msgpack_packer_init (&pk, &packed, msgpack_sbuffer_write);
-    msgpack_pack_array (&pk, args.count);
-    msgpack_sbuffer_write (&packed, args.elems.data, args.elems.size);
-    qn_msg_pg_exec_encode_packed (&again, 17, "SELECT 1", packed.data, packed.size);
-    assert_int_equal (again.size, b.size);
-    assert_memory_equal (again.data, b.data, b.size);
-    //  And begun, then the values packed by the caller: the same bytes.
-    msgpack_sbuffer_clear (&again);
-    msgpack_packer_init (&pk, &again, msgpack_sbuffer_write);
-    qn_msg_pg_exec_begin (&pk, 17, "SELECT 1", args.count);
-    msgpack_sbuffer_write (&again, args.elems.data, args.elems.size);
-    assert_int_equal (again.size, b.size);
-    assert_memory_equal (again.data, b.data, b.size);
     //  Reuse: cleared, no parameters, no sql.
     qn_pg_args_clear (&args);
     msgpack_sbuffer_clear (&b);
@@ -88,8 +70,62 @@ test_exec_round_trip (void **state)
     assert_null (out.sql);
     assert_int_equal (out.param_count, 0);
     msgpack_unpacked_destroy (&holder);
-    msgpack_sbuffer_destroy (&packed);
-    msgpack_sbuffer_destroy (&again);
+    msgpack_sbuffer_destroy (&b);
+    qn_pg_args_free (&args);
+}
+
+//  Array parameters: the values after qn_pg_args_array are its elements,
+//  then parameters again; an empty array and a nil array element.
+static void
+test_exec_arrays (void **state)
+{
+    (void) state;
+    qn_pg_args_t args;
+    qn_pg_args_init (&args);
+    qn_pg_args_cstr (&args, "t");
+    qn_pg_args_array (&args, 3);
+    qn_pg_args_cstr (&args, "a");
+    qn_pg_args_null (&args);
+    qn_pg_args_bin (&args, "xy", 2);
+    qn_pg_args_array (&args, 0);
+    qn_pg_args_array (&args, 2);
+    qn_pg_args_int (&args, 7);
+    qn_pg_args_bool (&args, false);
+    qn_pg_args_int (&args, 8);
+    assert_int_equal (args.count, 5);
+    assert_int_equal (args.open, 0);
+    msgpack_sbuffer b;
+    msgpack_sbuffer_init (&b);
+    qn_msg_pg_exec_encode (&b, 4, NULL, &args);
+    msgpack_unpacked holder;
+    msgpack_unpacked_init (&holder);
+    qn_msg_pg_exec_t out;
+    assert_int_equal (qn_msg_pg_exec_decode (b.data, b.size, &holder, &out), 0);
+    assert_int_equal (out.param_count, 5);
+    const msgpack_object *p = out.params;
+    assert_int_equal (p [0].type, MSGPACK_OBJECT_STR);
+    assert_int_equal (p [1].type, MSGPACK_OBJECT_ARRAY);
+    assert_int_equal (p [1].via.array.size, 3);
+    assert_int_equal (p [1].via.array.ptr [0].type, MSGPACK_OBJECT_STR);
+    assert_memory_equal (p [1].via.array.ptr [0].via.str.ptr, "a", 1);
+    assert_int_equal (p [1].via.array.ptr [1].type, MSGPACK_OBJECT_NIL);
+    assert_int_equal (p [1].via.array.ptr [2].type, MSGPACK_OBJECT_BIN);
+    assert_int_equal (p [1].via.array.ptr [2].via.bin.size, 2);
+    assert_int_equal (p [2].type, MSGPACK_OBJECT_ARRAY);
+    assert_int_equal (p [2].via.array.size, 0);
+    assert_int_equal (p [3].type, MSGPACK_OBJECT_ARRAY);
+    assert_int_equal (p [3].via.array.size, 2);
+    assert_int_equal (p [3].via.array.ptr [0].via.u64, 7);
+    assert_int_equal (p [3].via.array.ptr [1].type, MSGPACK_OBJECT_BOOLEAN);
+    assert_false (p [3].via.array.ptr [1].via.boolean);
+    assert_int_equal (p [4].type, MSGPACK_OBJECT_POSITIVE_INTEGER);
+    assert_int_equal (p [4].via.u64, 8);
+    msgpack_unpacked_destroy (&holder);
+    //  Cleared mid-array: nothing left open.
+    qn_pg_args_array (&args, 4);
+    qn_pg_args_clear (&args);
+    assert_int_equal (args.open, 0);
+    assert_int_equal (args.count, 0);
     msgpack_sbuffer_destroy (&b);
     qn_pg_args_free (&args);
 }
@@ -131,11 +167,11 @@ test_result_round_trip (void **state)
     msgpack_packer pk;
     msgpack_packer_init (&pk, &b, msgpack_sbuffer_write);
     qn_msg_pg_result_begin (&pk, true, "", NULL, NULL, 2);
-    msgpack_pack_array (&pk, 2);
-    msgpack_pack_int64 (&pk, 1);
-    msgpack_pack_str_with_body (&pk, "a", 1);
-    msgpack_pack_array (&pk, 1);
-    msgpack_pack_nil (&pk);
+    qn_msg_pg_result_row (&pk, 2);
+    qn_msg_pg_result_int (&pk, -1);
+    msgpack_pack_str_with_body (&pk, "a", 1);   //  A value as wire/pg_codec.h packs it
+    qn_msg_pg_result_row (&pk, 1);
+    qn_msg_pg_result_null (&pk);
     qn_pg_result_t res;
     assert_int_equal (qn_pg_result_decode (b.data, b.size, &res), 0);
     assert_true (res.ok);
@@ -145,7 +181,14 @@ test_result_round_trip (void **state)
     assert_string_equal (res.message, "");
     assert_string_equal (res.detail, "");
     assert_int_equal (res.row_count, 2);
-    const msgpack_object *c = qn_pg_result_col (&res, 0, 1);
+    const msgpack_object *c = qn_pg_result_col (&res, 0, 0);
+    assert_non_null (c);
+    assert_int_equal (c->type, MSGPACK_OBJECT_NEGATIVE_INTEGER);
+    assert_true (c->via.i64 == -1);
+    c = qn_pg_result_col (&res, 1, 0);
+    assert_non_null (c);
+    assert_int_equal (c->type, MSGPACK_OBJECT_NIL);
+    c = qn_pg_result_col (&res, 0, 1);
     assert_non_null (c);
     assert_int_equal (c->type, MSGPACK_OBJECT_STR);
     assert_memory_equal (c->via.str.ptr, "a", 1);
@@ -226,6 +269,7 @@ main (void)
 {
     const struct CMUnitTest tests [] = {
         cmocka_unit_test (test_exec_round_trip),
+        cmocka_unit_test (test_exec_arrays),
         cmocka_unit_test (test_exec_malformed),
         cmocka_unit_test (test_result_round_trip),
         cmocka_unit_test (test_result_timeout_and_malformed),

@@ -33,20 +33,68 @@ s_str (msgpack_packer *pk, const char *s)
 static void
 s_item (msgpack_packer *pk, const char *queue, const char *txn, bool delayed)
 {
-    msgpack_pack_array (pk, delayed ? 8 : 7);
-    s_str (pk, queue);
-    s_str (pk, "Default");
-    if (txn)
-        s_str (pk, txn);
-    else
-        msgpack_pack_nil (pk);
-    msgpack_pack_bin (pk, 2);
-    msgpack_pack_bin_body (pk, "{}", 2);
-    msgpack_pack_nil (pk);
-    s_str (pk, "alice");
-    msgpack_pack_false (pk);
-    if (delayed)
-        msgpack_pack_int64 (pk, 1700000000000000LL);
+    qn_msg_push_item (pk, &(qn_msg_push_item_t) {
+        .queue = queue, .queue_len = strlen (queue),
+        .partition = "Default", .partition_len = 7,
+        .txn = txn, .txn_len = txn ? strlen (txn) : 0,
+        .payload = "{}", .payload_len = 2,
+        .producer = "alice", .producer_len = 5,
+        .has_not_before = delayed, .not_before_us = 1700000000000000LL
+    });
+}
+
+static bool
+s_field_is (const msgpack_object *item, uint32_t f, const char *s)
+{
+    const msgpack_object *o = &item->via.array.ptr [f];
+    return o->type == MSGPACK_OBJECT_STR && o->via.str.size == strlen (s)
+        && memcmp (o->via.str.ptr, s, o->via.str.size) == 0;
+}
+
+//  Every field of an encoded item decodes back.
+static void
+test_item_fields (void **state)
+{
+    (void) state;
+    msgpack_sbuffer sb;
+    msgpack_sbuffer_init (&sb);
+    msgpack_packer pk;
+    msgpack_packer_init (&pk, &sb, msgpack_sbuffer_write);
+    qn_msg_push_begin (&pk, "t", 1, false, 2);
+    qn_msg_push_item (&pk, &(qn_msg_push_item_t) {
+        .queue = "q1x", .queue_len = 2, .partition = "p1", .partition_len = 2,
+        .txn = "tx", .txn_len = 2, .payload = "\x01\x02\x03", .payload_len = 3,
+        .trace = "tr", .trace_len = 2, .producer = "bob", .producer_len = 3,
+        .encrypted = true, .has_not_before = true, .not_before_us = -5
+    });
+    s_item (&pk, "audit", NULL, false);
+    msgpack_unpacked h;
+    msgpack_unpacked_init (&h);
+    qn_msg_push_t m;
+    assert_int_equal (qn_msg_push_decode (sb.data, sb.size, &h, &m), 0);
+    assert_int_equal (m.count, 2);
+    const msgpack_object *a = &m.items [0];
+    assert_int_equal (a->via.array.size, 8);
+    assert_true (s_field_is (a, 0, "q1"));
+    assert_true (s_field_is (a, 1, "p1"));
+    assert_true (s_field_is (a, 2, "tx"));
+    assert_int_equal (a->via.array.ptr [3].type, MSGPACK_OBJECT_BIN);
+    assert_int_equal (a->via.array.ptr [3].via.bin.size, 3);
+    assert_memory_equal (a->via.array.ptr [3].via.bin.ptr, "\x01\x02\x03", 3);
+    assert_true (s_field_is (a, 4, "tr"));
+    assert_true (s_field_is (a, 5, "bob"));
+    assert_true (a->via.array.ptr [6].via.boolean);
+    assert_int_equal (a->via.array.ptr [7].type, MSGPACK_OBJECT_NEGATIVE_INTEGER);
+    assert_true (a->via.array.ptr [7].via.i64 == -5);
+    const msgpack_object *b = &m.items [1];
+    assert_int_equal (b->via.array.size, 7);
+    assert_true (s_field_is (b, 0, "audit"));
+    assert_int_equal (b->via.array.ptr [2].type, MSGPACK_OBJECT_NIL);
+    assert_int_equal (b->via.array.ptr [4].type, MSGPACK_OBJECT_NIL);
+    assert_int_equal (b->via.array.ptr [6].type, MSGPACK_OBJECT_BOOLEAN);
+    assert_false (b->via.array.ptr [6].via.boolean);
+    msgpack_unpacked_destroy (&h);
+    msgpack_sbuffer_destroy (&sb);
 }
 
 static void
@@ -240,6 +288,7 @@ main (void)
 {
     const struct CMUnitTest tests [] = {
         cmocka_unit_test (test_request_round_trip),
+        cmocka_unit_test (test_item_fields),
         cmocka_unit_test (test_request_malformed),
         cmocka_unit_test (test_answer_round_trip),
         cmocka_unit_test (test_answer_empty_sqlstate),

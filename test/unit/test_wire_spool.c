@@ -28,6 +28,7 @@
 
 #include "actors/actors.h"
 #include "kernel/kernel.h"
+#include "wire/msg_db.h"
 #include "wire/msg_push.h"
 #include "wire/msg_spool.h"
 #include "wire/spool_codec.h"
@@ -614,7 +615,11 @@ test_actor_replay_in_order_and_refusals (void **state)
     assert_true (atomic_load (&r->db.drained) <= 0);
     //  The database comes back: a "db" event starts the replay at once.
     atomic_store (&r->db.down, false);
-    qn_publish (r->k, "db", QN_MSG_DB_HEALTH, "\x91\xc3", 2);
+    msgpack_sbuffer up;
+    msgpack_sbuffer_init (&up);
+    qn_msg_db_health_encode (&up, true);
+    qn_publish (r->k, "db", QN_MSG_DB_HEALTH, up.data, up.size);
+    msgpack_sbuffer_destroy (&up);
     assert_true (s_wait_stats (r, 0, 1));
     //  Everything replayed (or set aside): DRAINED covers all 7 appends,
     //  and every push the spool made was flagged replay.
