@@ -1,7 +1,7 @@
 /*  wire/msg_committed.h - the "committed" event
     QN_MSG_COMMITTED, published on topic "committed" by whoever commits
     new messages (pg_writer for pushes, spool replays and transactions,
-    timer_wheel for fired timers; the codec for acks that make messages
+    the timers actor for fired timers; the codec for acks that make messages
     visible again): parked pops of that queue wake up.
         [tenant, queue (, partition)]
     Pure.

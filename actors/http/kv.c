@@ -4,7 +4,7 @@
       DELETE /api/v1/kv/:bucket/:key[?ifVersion=]
       GET    /api/v1/kv/:bucket[?prefix=&after=&limit=]
     Each validates the request, makes one PG_EXEC call of a catalogue
-    statement (schema/030_state.sql) and answers from its row.
+    statement (schema/functions/30_kv.sql) and answers from its row.
 */
 #include "actors/http/state.h"
 #include "actors/pg/statements.h"

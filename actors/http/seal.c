@@ -1,6 +1,6 @@
 /*  actors/http/seal.c - payload encryption of the write routes
     Payloads of queues with encryptionEnabled (§2.10) are sealed before
-    PG_PUSH, the spool, queen.bundle, queen.timer_create or
+    the PUSH request, queen.bundle, queen.timer_create or
     queen_streams.cycle, so nothing downstream ever holds their plaintext
     (qn_hw_seal_then, used by the push, transaction, streams cycle and
     timer routes; qn_hw_seal_add adds a timer's payload to a call, sealed
@@ -27,7 +27,7 @@
 
 // ------------------------------------------------------------------ encryption
 //  Payloads of queues with encryptionEnabled (§2.10) are sealed here, before
-//  PG_PUSH, the spool or queen.bundle, so nothing downstream ever holds their
+//  the PUSH request or queen.bundle, so nothing downstream ever holds their
 //  plaintext. Which queues: a cache of name -> encryptionEnabled, asked
 //  again with one raw query on pg_reader for the queues of a push not
 //  confirmed in the last S_QCONF_TTL_MS (no round trip when warm), and set

@@ -10,7 +10,7 @@
       DELETE /api/v1/timers/:timerId
     A handler validates the whole request (400 naming the field, 413 for
     an oversized value), then makes one call: PG_EXEC of a catalogue
-    statement on pg_writer (schema/030_state.sql), and answers from its
+    statement on pg_writer (schema/functions/30_kv.sql, 31_timers.sql), and answers from its
     row. Values and timer payloads are stored byte-for-byte as sent (the
     raw JSON text) and given back the same way, except the payload of a
     timer whose queue is encrypted (§2.10, docs/security.md): it is sealed

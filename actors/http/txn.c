@@ -2,7 +2,7 @@
     POST /api/v1/transaction (contract §3.12, docs/transactions.md): pushes
     and acks, plus our riders kv.set, kv.delete, timer.schedule and
     timer.cancel, committed together or not at all, in one queen.bundle
-    call (schema/031_bundle.sql). The handler validates every operation
+    call (schema/functions/32_bundle.sql). The handler validates every operation
     first (4xx naming the field; an unknown type answers 200 success:false
     without touching the database, as the contract says), seals the
     payloads of encrypted queues (actors/http/seal.c: push items, and the

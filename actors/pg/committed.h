@@ -1,5 +1,5 @@
 /*  actors/pg/committed.h - publishing the "committed" event
-    The one function every committer calls (pg_writer, timer_wheel, the
+    The one function every committer calls (pg_writer, the timers actor, the
     codec's acks): encodes through wire/msg_committed.h and publishes on
     topic "committed", which wakes parked pops of the queue.
 */

@@ -1,4 +1,4 @@
-/*  actors/pg/push_route.c - the push routing decision (see route.h). Pure. */
+/*  actors/pg/push_route.c - the push routing decision (see push_route.h). Pure. */
 #include "actors/pg/push_route.h"
 
 #include <string.h>

@@ -1,7 +1,7 @@
 /*  actors/pg/push_route.h - where a push goes: PostgreSQL or the disk spool
     The write path's routing decision as a pure state machine (no I/O),
     owned by pg_writer and unit-tested on its own (test/unit/
-    test_pg_route.c).
+    test_push_route.c).
 
     A push goes to the spool while PostgreSQL is down, while push
     maintenance is on, or while the spool may still hold a push this
@@ -17,8 +17,8 @@
     waits (refused, the spool retries) while push maintenance is on or the
     flags are not known yet.
 */
-#ifndef QN_ACTORS_PG_ROUTE_H
-#define QN_ACTORS_PG_ROUTE_H
+#ifndef QN_ACTORS_PG_PUSH_ROUTE_H
+#define QN_ACTORS_PG_PUSH_ROUTE_H
 
 #include <stdbool.h>
 #include <stdint.h>

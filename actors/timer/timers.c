@@ -1,5 +1,5 @@
 /*  actors/timer/timers.c - the "timers" actor: fires timers, sweeps expired kv rows
-    Timers are rows of queen.timers (schema/030_state.sql); this actor only
+    Timers are rows of queen.timers (schema/functions/31_timers.sql); this actor only
     decides when to ask PostgreSQL to fire them. Every S_LOAD_MS it loads
     the pending timers due within S_HORIZON_MS (queen.timer_due) into an
     in-memory min-heap (base/heap.h) keyed by due time; codec_http also

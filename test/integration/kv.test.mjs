@@ -135,7 +135,7 @@ test('kv: an expired key reads as absent at once, and is swept later', async () 
     assert.equal(c.body.expiresAt, null);
     assert.equal((await put('kv-ttl', 'k2', '3', '?ttl=0')).body.expiresAt, null, 'ttl=0: no expiry');
 
-    //  The timer_wheel actor sweeps expired rows every few seconds.
+    //  The timers actor sweeps expired rows every few seconds.
     await waitFor(async () => await sql(`SELECT count(*) FROM queen.kv WHERE ns = 'kv-ttl' AND key IN ('short', 'k')`) === '0',
         20000, 250);
 });

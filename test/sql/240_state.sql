@@ -1,4 +1,4 @@
--- kv store and timers (schema/030_state.sql)
+-- kv store and timers (schema/functions/30_kv.sql, 31_timers.sql)
 \ir _lib.psql
 
 -- ---------------------------------------------------------------- kv

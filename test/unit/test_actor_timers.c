@@ -1,6 +1,6 @@
 /*  test/unit/test_actor_timers.c - the timers actor on real threads
     A stand-in "pg_writer" keeps a table of timers in memory and answers
-    the actor's three statements like schema/030_state.sql does:
+    the actor's three statements like schema/functions/31_timers.sql does:
     queen.timer_due (pending timers due within the horizon, with the
     database clock), queen.timer_fire ('fired' if pending and due, 'early'
     with the real due time if pending and not due yet, else 'gone') and
