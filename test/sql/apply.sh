@@ -26,16 +26,16 @@ last=0
     v=$(echo "$name" | cut -c1-4 | sed 's/^0*//')
     last=$v
     sum=$(sha256sum "$f" | cut -d' ' -f1)
-    printf "%s\n" "SELECT NOT EXISTS (SELECT 1 FROM queen.schema_migrations WHERE version = $v) AS todo \\gset"
-    printf "%s\n" "\\if :todo"
+    printf "%s\n" "SELECT NOT EXISTS (SELECT 1 FROM queen.schema_migrations WHERE version = $v) AS pending \\gset"
+    printf "%s\n" "\\if :pending"
     cat "$f"
     echo ";"
     echo "INSERT INTO queen.schema_migrations (version, name, checksum) VALUES ($v, '$name', '$sum');"
     printf "%s\n" "\\echo applied $name"
     printf "%s\n" "\\endif"
   done
-  printf "%s\n" "SELECT NOT EXISTS (SELECT 1 FROM queen.schema_functions WHERE checksum = '$fsum') AS todo \\gset"
-  printf "%s\n" "\\if :todo"
+  printf "%s\n" "SELECT NOT EXISTS (SELECT 1 FROM queen.schema_functions WHERE checksum = '$fsum') AS pending \\gset"
+  printf "%s\n" "\\if :pending"
   # shellcheck disable=SC2086
   for f in $functions; do
     cat "$f"
