@@ -5,8 +5,9 @@
     answers one result per item, in request order.
     Receives  the requests of its routes (from codec_http) and the replies
               of its calls
-    Sends     QN_MSG_PG_EXEC to pg_writer, "committed" events for the
-              queues of successful items (a released lease may wake pops)
+    Sends     QN_MSG_PG_EXEC to pg_writer (which publishes "committed" for
+              the queues of successful items once they commit: a released
+              lease may wake pops)
     Owns      one call state per request, freed by the call's callback
     Failure   bad input gets a 400; database errors are mapped by SQLSTATE
 */
@@ -17,11 +18,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-//  The §3.10 result array, in request order; committed events for the
-//  queues of successful items.
+//  The §3.10 result array, in request order.
 static void
 s_on_acked (qn_codec_t *codec, qn_http_ctx_t *ctx, qn_pg_result_t *res, void *arg)
 {
+    (void) codec;
     qn_hw_call_t *c = arg;
     if (!ctx)
         ;
@@ -30,7 +31,6 @@ s_on_acked (qn_codec_t *codec, qn_http_ctx_t *ctx, qn_pg_result_t *res, void *ar
         qn_http_reply_pg_error (ctx, res);
     else {
         qn_buf_t b = QN_BUF_INIT;
-        qn_hashmap_t *seen = qn_hashmap_new ();
         qn_jw_t w;
         qn_jw_init (&w, &b);
         qn_jw_arr (&w);
@@ -51,13 +51,8 @@ s_on_acked (qn_codec_t *codec, qn_http_ctx_t *ctx, qn_pg_result_t *res, void *ar
             qn_hw_jw_col_bool (&w, "leaseReleased", res, r, 5);
             qn_jw_kbool (&w, "dlq", qn_hw_col_bool (res, r, 6) == 1);
             qn_jw_obj_end (&w);
-            const char *q;
-            size_t qlen;
-            if (ok && qn_hw_col_str (res, r, 3, &q, &qlen))
-                qn_hw_committed_once (codec, seen, ctx->tenant, q, qlen);
         }
         qn_jw_arr_end (&w);
-        qn_hashmap_destroy (&seen);
         qn_hw_reply_buf (ctx, 200, &b);
     }
     qn_hw_call_free (c);

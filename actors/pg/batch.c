@@ -504,6 +504,13 @@ qn_pgw_exec_committed (qn_pgw_t *self, const qn_pgw_job_t *j, PGresult *res)
         int klen = 0, qlen = 0;
         const char *kind = kc >= 0 ? qn_pgw_col_text (res, r, kc, &klen) : "push";
         const char *queue = qn_pgw_col_text (res, r, qc, &qlen);
+        if (stmt->wake_ok_col) {
+            //  A binary bool: one byte, 1 for true.
+            int olen = 0;
+            const char *ok = qn_pgw_col_text (res, r, stmt->wake_ok_col - 1, &olen);
+            if (!ok || olen != 1 || ok [0] != 1)
+                continue;
+        }
         if (kc >= 0 && kind && !((klen == 4 && !memcmp (kind, "push", 4))
                               || (klen == 3 && !memcmp (kind, "ack", 3))))
             continue;

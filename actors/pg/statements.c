@@ -24,7 +24,8 @@ static const qn_sql_stmt_t s_stmts [QN_SQL_COUNT_] = {
     [QN_SQL_ACK] = { "ack",
         "SELECT ord, success, error, queue_name, partition_name, lease_released, dlq"
         " FROM queen.ack ($1, $2, $3, $4, $5, $6, $7, $8)", 8,
-        { T, TA, QN_OID_INT8_ARR, TA, QN_OID_INT8_ARR, TA, QN_OID_UUID_ARR, TA } },
+        { T, TA, QN_OID_INT8_ARR, TA, QN_OID_INT8_ARR, TA, QN_OID_UUID_ARR, TA },
+        .wake_queue_col = 4, .wake_ok_col = 2 },     //  queue_name of successful acks
     [QN_SQL_RENEW] = { "renew",
         "SELECT status, expires_at FROM queen.renew ($1, $2)", 2,
         { QN_OID_UUID, QN_OID_INT4 } },

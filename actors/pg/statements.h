@@ -55,6 +55,9 @@ typedef struct {
     //  row) says "push" or "ack"; the tenant is parameter 1.
     uint8_t wake_queue_col;
     uint8_t wake_kind_col;
+    //  1-based boolean column that must be true for a row to count (0:
+    //  none): an ack wakes pops only when it succeeded.
+    uint8_t wake_ok_col;
 } qn_sql_stmt_t;
 
 //  The statement for `id`, or NULL.

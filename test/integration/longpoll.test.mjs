@@ -80,6 +80,28 @@ test('a parked pop is answered promptly after a push', async (t) => {
     assert.ok(percentile(latencies, 0.5) < 500);
 });
 
+//  pg_writer publishes "committed" for the queues of successful acks (issue
+//  10: whoever commits announces it): a parked consumer waiting behind a
+//  leased partition is woken by the ack that releases it, well before the
+//  lease would expire (60 s) or the park table's safety net (3 s) fires.
+test('an ack that releases a leased partition wakes a parked pop', async () => {
+    const Q = 'lp-ack';
+    await configure(U, Q, { leaseTime: 60 });
+    await push(U, [{ queue: Q, partition: 'p', payload: 1 }, { queue: Q, partition: 'p', payload: 2 }]);
+    const first = await http(popUrl(U, Q, { batch: 1, wait: false }));
+    assert.equal(first.status, 200, first.raw);
+    assert.deepEqual(first.body.messages.map((m) => m.data), [1]);
+    const lp = longPoll(U, Q, { timeout: 20000 });
+    await waitParked(U, 1);
+    const acked = Date.now();
+    await ack(U, ackFor(first.body.messages[0], { leaseId: first.body.leaseId }), { success: true });
+    const res = await lp;
+    assert.equal(res.status, 200, res.raw);
+    assert.deepEqual(res.body.messages.map((m) => m.data), [2]);
+    assert.ok(res.at - acked < 1500, `woken ${res.at - acked} ms after the ack`);
+    await ack(U, ackFor(res.body.messages[0], { leaseId: res.body.leaseId }), { success: true });
+});
+
 test('a long-poll times out after its timeout, not before', async () => {
     const Q = 'lp-timeout';
     await configure(U, Q);
