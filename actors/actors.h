@@ -57,8 +57,20 @@
 //  watches health and publishes "db" events) or "pg_reader" (admin reads).
 qn_actor_t *qn_pg_writer_new (qn_kernel_t *kernel, const qn_config_t *config,
                               const char *name, uint32_t pool_size);
-//  HTTP listener on config->host:port (or `port` when non-zero).
+//  The broker's HTTP listener: actor "acceptor" on config->host:PORT,
+//  requests to codec_http.
 qn_actor_t *qn_acceptor_new (qn_kernel_t *kernel, const qn_config_t *config);
+//  Any other door on HTTP framing (SQS, the proxy, the sink's own port): an
+//  acceptor actor `name` listening on config->host:`port` that sends
+//  QN_MSG_HTTP_REQUEST/CLOSED/DRAINED to the actor `codec`, which answers
+//  with QN_MSG_HTTP_RESPONSE to `name`. Limits come from config.
+typedef struct {
+    const char *name;
+    const char *codec;
+    int64_t port;
+} qn_http_door_t;
+qn_actor_t *qn_http_acceptor_new (qn_kernel_t *kernel, const qn_config_t *config,
+                                  const qn_http_door_t *door);
 //  HTTP routing and the JSON API.
 qn_actor_t *qn_codec_http_new (qn_kernel_t *kernel, const qn_config_t *config);
 //  Periodic retention, eviction and segment maintenance.

@@ -5,9 +5,12 @@
     (body 413, head 431, slow request 408, idle keep-alive close,
     connection cap 503) and graceful close; after an error answer the
     connection lingers (input drained) so the client reads the answer.
-    Receives  QN_MSG_HTTP_RESPONSE from codec_http; STOP
+    One actor per HTTP door: the broker's own (qn_acceptor_new: "acceptor"
+    on PORT, talking to codec_http) and any other door built on HTTP
+    framing (qn_http_acceptor_new: its own name, port and codec).
+    Receives  QN_MSG_HTTP_RESPONSE from its codec; STOP
     Sends     QN_MSG_HTTP_REQUEST, QN_MSG_HTTP_CLOSED, QN_MSG_HTTP_DRAINED
-              to codec_http
+              to its codec
     Owns      sockets, parsers, output buffers; idle connections hold no
               read buffer, so thousands of keep-alive clients cost little
     Failure   a client error closes that client only; a full codec pauses
@@ -39,7 +42,6 @@
 //  half-close and read and drop input for up to this long, then close
 //  (the "lingering close" of nginx and Apache).
 #define S_LINGER_MS       2000
-#define S_TO              "codec_http"
 
 typedef struct {
     uint32_t seq;
@@ -84,6 +86,9 @@ typedef struct {
     bool waiting_writable;
     char *read_buf;             //  Shared by all connections
     qn_http_limits_t limits;
+    char *name;                 //  This actor's name (owned)
+    char *codec;                //  Where requests go (owned)
+    int64_t port;
 } self_t;
 
 static void s_process (self_t *self, s_conn_t *c, const char *data, size_t len);
@@ -110,7 +115,7 @@ s_close (self_t *self, s_conn_t *c)
         msgpack_packer pk;
         msgpack_packer_init (&pk, &b, msgpack_sbuffer_write);
         qn_msg_http_closed_encode (&pk, c->id);
-        qn_send_body (self->kernel, S_TO, QN_MSG_HTTP_CLOSED, 0, b.data, b.size);
+        qn_send_body (self->kernel, self->codec, QN_MSG_HTTP_CLOSED, 0, b.data, b.size);
         msgpack_sbuffer_destroy (&b);
     }
     qn_hashmap_remove (self->conns, c->id);
@@ -218,7 +223,7 @@ static int
 s_send_parked (self_t *self, s_conn_t *c)
 {
     qn_msg_t msg = {
-        .to = S_TO, .type = QN_MSG_HTTP_REQUEST,
+        .to = self->codec, .type = QN_MSG_HTTP_REQUEST,
         .body = c->parked_body.data, .body_len = c->parked_body.len,
         .frames = &c->parked_frame, .frame_count = 1
     };
@@ -266,7 +271,7 @@ s_dispatch (self_t *self, s_conn_t *c)
     if (s_send_parked (self, c) == QN_EAGAIN) {
         if (!self->waiting_writable) {
             self->waiting_writable = true;
-            qn_on_writable (self->kernel, S_TO, s_on_codec_writable, NULL);
+            qn_on_writable (self->kernel, self->codec, s_on_codec_writable, NULL);
         }
         return false;
     }
@@ -361,7 +366,7 @@ s_on_codec_writable (void *self_, void *arg)
             continue;
         if (c->parked && s_send_parked (self, c) == QN_EAGAIN) {
             self->waiting_writable = true;
-            qn_on_writable (self->kernel, S_TO, s_on_codec_writable, NULL);
+            qn_on_writable (self->kernel, self->codec, s_on_codec_writable, NULL);
             break;
         }
         if (c->paused && !c->closing && c->in_flight < S_MAX_IN_FLIGHT
@@ -572,7 +577,7 @@ static int
 s_listen (self_t *self)
 {
     char port [16];
-    snprintf (port, sizeof port, "%lld", (long long) self->config->port);
+    snprintf (port, sizeof port, "%lld", (long long) self->port);
     struct addrinfo hints = { .ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM,
                               .ai_flags = AI_PASSIVE | AI_NUMERICSERV };
     struct addrinfo *ai = NULL;
@@ -595,7 +600,7 @@ s_listen (self_t *self)
     }
     freeaddrinfo (ai);
     self->listen_fd = fd;
-    qn_info ("listening: host=%s port=%s", host ? host : "*", port);
+    qn_info ("listening: door=%s host=%s port=%s", self->name, host ? host : "*", port);
     return qn_fd_watch (self->kernel, fd, QN_FD_IN, s_on_accept);
 }
 
@@ -641,7 +646,7 @@ s_on_stop (void *self_, const qn_env_t *env)
     msgpack_packer pk;
     msgpack_packer_init (&pk, &b, msgpack_sbuffer_write);
     qn_msg_http_drained_encode (&pk);
-    qn_send_body (self->kernel, S_TO, QN_MSG_HTTP_DRAINED, 0, b.data, b.size);
+    qn_send_body (self->kernel, self->codec, QN_MSG_HTTP_DRAINED, 0, b.data, b.size);
     msgpack_sbuffer_destroy (&b);
     qn_buf_t ids = QN_BUF_INIT;
     qn_hashmap_each (self->conns, s_close_idle, &ids);
@@ -685,6 +690,8 @@ s_destroy (void **self_p)
     if (self->listen_fd >= 0)
         close (self->listen_fd);
     free (self->read_buf);
+    free (self->name);
+    free (self->codec);
     free (self);
     *self_p = NULL;
 }
@@ -697,9 +704,12 @@ static const qn_route_t s_routes [] = {
 };
 
 qn_actor_t *
-qn_acceptor_new (qn_kernel_t *kernel, const qn_config_t *config)
+qn_http_acceptor_new (qn_kernel_t *kernel, const qn_config_t *config, const qn_http_door_t *door)
 {
     self_t *self = qn_zalloc (sizeof *self);
+    self->name = qn_strdup (door->name);
+    self->codec = qn_strdup (door->codec);
+    self->port = door->port;
     self->kernel = kernel;
     self->config = config;
     self->listen_fd = -1;
@@ -710,7 +720,14 @@ qn_acceptor_new (qn_kernel_t *kernel, const qn_config_t *config)
     self->limits.max_header_bytes = (size_t) config->max_header_bytes;
     self->limits.max_headers = 100;
     qn_actor_def_t def = {
-        .name = "acceptor", .routes = s_routes, .self = self, .destroy = s_destroy
+        .name = self->name, .routes = s_routes, .self = self, .destroy = s_destroy
     };
     return qn_actor_spawn (kernel, &def);
+}
+
+qn_actor_t *
+qn_acceptor_new (qn_kernel_t *kernel, const qn_config_t *config)
+{
+    qn_http_door_t door = { .name = "acceptor", .codec = "codec_http", .port = config->port };
+    return qn_http_acceptor_new (kernel, config, &door);
 }
