@@ -313,6 +313,11 @@ export async function startBroker (opts = {}) {
         PG_DB: db,
         FILE_BUFFER_DIR: fileBufferDir,
         LOG_LEVEL: process.env.QN_LOG_LEVEL || 'info',
+        //  The other doors and the mesh are off unless a test asks for them
+        //  (with a port from freePort()), so concurrent brokers never clash.
+        KAFKA_PORT: '0',
+        SQS_PORT: '0',
+        MESH_PORT: '0',
         ...env,
     };
     const proc = spawn(BIN, args, { env: childEnv, stdio: ['ignore', 'pipe', 'pipe'] });
