@@ -34,7 +34,7 @@ KERNEL_RUNTIME_OBJ := $(filter-out %/config.o %/envelope.o %/schema.o %/errors.o
                       $(BUILD)/obj/base/clock.o
 CMD_BINS   := $(BUILD)/queen $(if $(wildcard cmd/queen-verify/main.c),$(BUILD)/queen-verify)
 
-.PHONY: all deps run test unit integration integration-asan asan check-asan bench clean help fuzz
+.PHONY: all deps run test unit integration integration-asan asan check-asan bench clean help fuzz compose-test
 .DEFAULT_GOAL := all
 .SECONDARY:
 
@@ -119,6 +119,11 @@ test: deps
 integration-asan: asan
 	@ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
 	  sh test/integration/run.sh build-asan
+
+# The cell of compose.yaml in real containers (podman + docker-compose):
+# images built, cell up, tested, always taken down. See docs/deploy.md.
+compose-test: deps
+	@sh test/compose/run.sh
 
 bench: deps all
 	@sh bench/run.sh $(BUILD)
