@@ -45,6 +45,7 @@ help:
 	@echo "make run       install what is missing, build, start the broker on :6632"
 	@echo "make test      install, build, run unit + integration tests (also under ASan/UBSan)"
 	@echo "make bench     benchmarks (see docs/benchmarks.md)"
+	@echo "make compose-test  the cell of compose.yaml in containers (see docs/deploy.md)"
 
 # ---------------------------------------------------------------- deps
 deps:
