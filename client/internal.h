@@ -1,0 +1,34 @@
+/*  client/internal.h - what libqueen's own files share (not installed)
+    client.c   the client: options, connection pool, requests, retries,
+               error values, escaping, ids
+    ops.c      the API operations: push, pop, ack, lease, transactions,
+               consumer loop, kv, timers
+*/
+#ifndef QUEEN_CLIENT_INTERNAL_H
+#define QUEEN_CLIENT_INTERNAL_H
+
+#include "client/queen.h"
+#include "base/buf.h"
+#include "wire/json.h"
+
+//  One request: method, path, optional body (len bytes), extra time on top
+//  of the client's timeout (long-polls). Fills resp (always freed and reset
+//  first) and err; returns the outcome after retries.
+queen_code_t
+    queen__call (queen_client_t *self, const char *method, const char *path,
+                 const char *body, size_t len, long extra_ms,
+                 queen_response_t *resp, queen_error_t *err);
+//  Sets err to code with a printf message (no HTTP status).
+queen_code_t
+    queen__fail (queen_error_t *err, queen_code_t code, const char *fmt, ...)
+    __attribute__ ((format (printf, 3, 4)));
+//  Duplicates string token `tok` (NULL when absent, null or not a string).
+char *
+    queen__str (const qn_json_doc_t *doc, int tok);
+//  Duplicates the raw text of any token.
+char *
+    queen__raw (const qn_json_doc_t *doc, int tok, size_t *len);
+int
+    queen__push_batch (const queen_client_t *self);
+
+#endif
