@@ -11,7 +11,6 @@
 */
 #include "client/internal.h"
 
-#include <curl/curl.h>
 #include <errno.h>
 #include <pthread.h>
 #include <stdarg.h>
@@ -20,25 +19,6 @@
 #include <string.h>
 #include <sys/random.h>
 #include <time.h>
-
-typedef struct {
-    CURL *easy;
-    bool busy;
-    char err [CURL_ERROR_SIZE];
-} s_slot_t;
-
-struct queen_client_s {
-    char *url;                  //  Without a trailing slash
-    struct curl_slist *headers;
-    s_slot_t *slots;
-    int nslots;
-    long timeout_ms;
-    long connect_timeout_ms;
-    int retries;
-    int push_batch;
-    pthread_mutex_t lock;
-    pthread_cond_t freed;
-};
 
 static pthread_once_t s_curl_once = PTHREAD_ONCE_INIT;
 
@@ -154,6 +134,8 @@ queen_destroy (queen_client_t **self_p)
     for (int i = 0; i < self->nslots; i++)
         if (self->slots [i].easy)
             curl_easy_cleanup (self->slots [i].easy);
+    if (self->multi)
+        curl_multi_cleanup (self->multi);
     free (self->slots);
     curl_slist_free_all (self->headers);
     pthread_mutex_destroy (&self->lock);
@@ -182,11 +164,11 @@ s_on_data (char *ptr, size_t size, size_t nmemb, void *arg)
     return size * nmemb;
 }
 
-static s_slot_t *
+static queen__pooled_t *
 s_acquire (queen_client_t *self)
 {
     pthread_mutex_lock (&self->lock);
-    s_slot_t *slot = NULL;
+    queen__pooled_t *slot = NULL;
     while (!slot) {
         for (int i = 0; i < self->nslots && !slot; i++)
             if (!self->slots [i].busy)
@@ -211,7 +193,7 @@ s_acquire (queen_client_t *self)
 }
 
 static void
-s_release (queen_client_t *self, s_slot_t *slot)
+s_release (queen_client_t *self, queen__pooled_t *slot)
 {
     pthread_mutex_lock (&self->lock);
     slot->busy = false;
@@ -219,8 +201,8 @@ s_release (queen_client_t *self, s_slot_t *slot)
     pthread_mutex_unlock (&self->lock);
 }
 
-static queen_code_t
-s_code_for_status (long status)
+queen_code_t
+queen__code_for_status (long status)
 {
     if (status >= 200 && status < 300)
         return QUEEN_OK;
@@ -311,7 +293,7 @@ queen__call (queen_client_t *self, const char *method, const char *path,
     qn_buf_t data = QN_BUF_INIT;
     queen_code_t code = QUEEN_OK;
     long backoff_ms = 50;
-    s_slot_t *slot = s_acquire (self);
+    queen__pooled_t *slot = s_acquire (self);
     CURL *e = slot->easy;
     for (int attempt = 0; ; attempt++) {
         qn_buf_reset (&data);
@@ -333,7 +315,7 @@ queen__call (queen_client_t *self, const char *method, const char *path,
         long status = 0;
         if (cc == CURLE_OK) {
             curl_easy_getinfo (e, CURLINFO_RESPONSE_CODE, &status);
-            code = s_code_for_status (status);
+            code = queen__code_for_status (status);
         }
         else
             code = cc == CURLE_OPERATION_TIMEDOUT ? QUEEN_ERR_TIMEOUT : QUEEN_ERR_CONNECT;

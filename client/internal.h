@@ -1,6 +1,7 @@
 /*  client/internal.h - what libqueen's own files share (not installed)
     client.c   the client: options, connection pool, requests, retries,
                error values, escaping, ids
+    slot.c     asynchronous request slots driven by a curl multi handle
     ops.c      the API operations: push, pop, ack, lease, transactions,
                consumer loop, kv, timers
 */
@@ -10,6 +11,30 @@
 #include "client/queen.h"
 #include "base/buf.h"
 #include "wire/json.h"
+
+#include <curl/curl.h>
+#include <pthread.h>
+
+typedef struct {
+    CURL *easy;
+    bool busy;
+    char err [CURL_ERROR_SIZE];
+} queen__pooled_t;
+
+struct queen_client_s {
+    char *url;                  //  Without a trailing slash
+    struct curl_slist *headers;
+    queen__pooled_t *slots;
+    int nslots;
+    long timeout_ms;
+    long connect_timeout_ms;
+    int retries;
+    int push_batch;
+    pthread_mutex_t lock;
+    pthread_cond_t freed;
+    CURLM *multi;               //  Async slots (slot.c); created on first use
+};
+
 
 //  One request: method, path, optional body (len bytes), extra time on top
 //  of the client's timeout (long-polls). Fills resp (always freed and reset
@@ -28,6 +53,9 @@ char *
 //  Duplicates the raw text of any token.
 char *
     queen__raw (const qn_json_doc_t *doc, int tok, size_t *len);
+//  The code of an HTTP status (2xx = QUEEN_OK).
+queen_code_t
+    queen__code_for_status (long status);
 int
     queen__push_batch (const queen_client_t *self);
 

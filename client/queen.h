@@ -320,6 +320,58 @@ queen_code_t
     queen_timer_list (queen_client_t *self, const char *queue, const char *after, int limit,
                       queen_response_t *resp, queen_error_t *err);
 
+//  ------------------------------------------------ asynchronous requests
+//  For event loops with many requests in flight (queen-verify): a slot is
+//  one request at a time on its own keep-alive connection, outside the
+//  pool; queen_poll drives every started slot of the client, in the
+//  calling thread. No retries here: the caller decides, with
+//  queen_slot_maybe_sent telling whether a failed attempt may have reached
+//  the broker. Use one thread per client for slots.
+typedef struct queen_slot_s queen_slot_t;
+
+//  `owner` comes back from queen_slot_owner.
+queen_slot_t *
+    queen_slot_new (queen_client_t *client, void *owner);
+//  Cancels a request in flight.
+void
+    queen_slot_destroy (queen_slot_t **self_p);
+void *
+    queen_slot_owner (const queen_slot_t *self);
+//  Starts a request (method as queen_request; path relative to the client
+//  URL). The body is not copied: keep it unchanged until the slot is done.
+//  QUEEN_ERR_ARG if the slot is busy.
+queen_code_t
+    queen_slot_start (queen_slot_t *self, const char *method, const char *path,
+                      const char *body, size_t len, long timeout_ms);
+bool
+    queen_slot_busy (const queen_slot_t *self);
+//  Abandons the request in flight (its answer is never read).
+void
+    queen_slot_cancel (queen_slot_t *self);
+//  Runs transfers without waiting; fills `done` with up to max slots whose
+//  request finished and returns how many (call again while it returns max).
+int
+    queen_poll (queen_client_t *client, queen_slot_t **done, int max);
+//  Waits up to timeout_ms for network activity of any started slot.
+void
+    queen_wait (queen_client_t *client, long timeout_ms);
+//  The finished request: its code (as queen_request), HTTP status (0 after
+//  a transport error) and answer body (valid until the next start).
+queen_code_t
+    queen_slot_result (const queen_slot_t *self, long *status, const char **body, size_t *len);
+//  "status 400: {...}" or the transport error.
+const char *
+    queen_slot_error (const queen_slot_t *self);
+//  True once an attempt may have been applied by the broker without the
+//  caller seeing its answer: a transport error (libcurl silently resends a
+//  request on a fresh connection when a reused one dies, so even "refused"
+//  may follow a delivered copy), a 5xx, or an answer on a new connection
+//  while the slot had one open. Sticky until queen_slot_clear_maybe_sent.
+bool
+    queen_slot_maybe_sent (const queen_slot_t *self);
+void
+    queen_slot_clear_maybe_sent (queen_slot_t *self);
+
 #ifdef __cplusplus
 }
 #endif

@@ -587,6 +587,83 @@ test_raw_requests (void **state)
     queen_destroy (&c);
 }
 
+//  Runs queen_poll/queen_wait until `slot` finished (at most ~10 s).
+static int
+s_drive (queen_client_t *c, int want)
+{
+    int got = 0;
+    for (int i = 0; i < 1000 && got < want; i++) {
+        queen_slot_t *done [4];
+        int n = queen_poll (c, done, 4);
+        got += n;
+        if (got < want)
+            queen_wait (c, 10);
+    }
+    return got;
+}
+
+static void
+test_slots (void **state)
+{
+    (void) state;
+    queen_client_t *c = s_client (0);
+    const char *q = s_name ("slots");
+    int owner_a, owner_b;
+    queen_slot_t *a = queen_slot_new (c, &owner_a);
+    queen_slot_t *b = queen_slot_new (c, &owner_b);
+    assert_ptr_equal (queen_slot_owner (a), &owner_a);
+    //  A long-poll on one slot, a push on the other wakes it
+    char path [256];
+    snprintf (path, sizeof path, "/api/v1/pop/queue/%s?wait=true&timeout=5000&batch=5", q);
+    assert_int_equal (queen_slot_start (a, "GET", path, NULL, 0, 10000), QUEEN_OK);
+    assert_true (queen_slot_busy (a));
+    assert_int_equal (queen_slot_start (a, "GET", path, NULL, 0, 10000), QUEEN_ERR_ARG);
+    char body [256];
+    snprintf (body, sizeof body, "{\"items\":[{\"queue\":\"%s\",\"payload\":{\"s\":1}}]}", q);
+    assert_int_equal (queen_slot_start (b, "POST", "/api/v1/push", body, strlen (body), 10000), QUEEN_OK);
+    assert_int_equal (s_drive (c, 2), 2);
+    assert_false (queen_slot_busy (a));
+    long status = 0;
+    const char *resp;
+    size_t len;
+    assert_int_equal (queen_slot_result (b, &status, &resp, &len), QUEEN_OK);
+    assert_int_equal (status, 201);
+    assert_int_equal (queen_slot_result (a, &status, &resp, &len), QUEEN_OK);
+    assert_int_equal (status, 200);
+    assert_non_null (strstr (resp, "{\"s\":1}"));
+    assert_false (queen_slot_maybe_sent (a));
+    //  A 404 is a result, described with its body
+    assert_int_equal (queen_slot_start (a, "GET", "/api/v1/resources/queues/no-such-queue-here", NULL, 0, 0), QUEEN_OK);
+    assert_int_equal (s_drive (c, 1), 1);
+    assert_int_equal (queen_slot_result (a, &status, NULL, NULL), QUEEN_ERR_NOT_FOUND);
+    assert_int_equal (status, 404);
+    assert_non_null (strstr (queen_slot_error (a), "status 404: {\"error\":\"Queue not found\"}"));
+    //  Cancel a long-poll in flight
+    assert_int_equal (queen_slot_start (a, "GET", path, NULL, 0, 10000), QUEEN_OK);
+    queen_slot_cancel (a);
+    assert_false (queen_slot_busy (a));
+    queen_slot_destroy (&a);
+    queen_slot_destroy (&b);
+    assert_null (a);
+    queen_destroy (&c);
+
+    //  A dead broker: a transport error that may have been sent
+    queen_error_t err = { 0 };
+    c = queen_new (&(queen_options_t) { .url = s_dead }, &err);
+    queen_slot_t *d = queen_slot_new (c, NULL);
+    assert_int_equal (queen_slot_start (d, "GET", "/health", NULL, 0, 2000), QUEEN_OK);
+    assert_int_equal (s_drive (c, 1), 1);
+    assert_int_equal (queen_slot_result (d, &status, NULL, NULL), QUEEN_ERR_CONNECT);
+    assert_int_equal (status, 0);
+    assert_true (queen_slot_maybe_sent (d));
+    assert_true (strlen (queen_slot_error (d)) > 0);
+    queen_slot_clear_maybe_sent (d);
+    assert_false (queen_slot_maybe_sent (d));
+    assert_int_equal (queen_slot_start (d, "GET", "no-slash", NULL, 0, 0), QUEEN_ERR_ARG);
+    queen_slot_destroy (&d);
+    queen_destroy (&c);
+}
+
 int
 main (void)
 {
@@ -612,6 +689,7 @@ main (void)
         cmocka_unit_test (test_kv),
         cmocka_unit_test (test_timers),
         cmocka_unit_test (test_raw_requests),
+        cmocka_unit_test (test_slots),
     };
     return cmocka_run_group_tests (tests, NULL, NULL);
 }

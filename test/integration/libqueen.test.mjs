@@ -40,7 +40,7 @@ for (const name of ['test_libqueen', 'test_libqueen_so']) {
             const dead = await freePort();
             const r = await run(bin, { QUEEN_URL: broker.url, QUEEN_DEAD_URL: `http://127.0.0.1:${dead}` }, 120000);
             assert.equal(r.code, 0, r.out);
-            assert.match(r.out, /\[  PASSED  \] 12 test\(s\)\./, r.out);
+            assert.match(r.out, /\[  PASSED  \] 13 test\(s\)\./, r.out);
             assert.doesNotMatch(r.out, /FAILED/, r.out);
             //  The error values carry the broker's own texts
             assert.match(r.out, /push 400: items\[0\]\.queue must be at most 255 bytes/, r.out);
