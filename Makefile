@@ -83,7 +83,7 @@ $(BUILD)/queen: $(BUILD)/obj/cmd/queen/main.o $(LIB_OBJ)
 
 VERIFY_OBJ := $(patsubst %.c,$(BUILD)/obj/%.o,$(sort $(wildcard cmd/queen-verify/*.c)))
 
-$(BUILD)/queen-verify: $(VERIFY_OBJ) $(LIB_OBJ)
+$(BUILD)/queen-verify: $(VERIFY_OBJ) $(LIB_OBJ) $(BUILD)/libqueen-client.a
 	$(CC) $(CFLAGS_COMMON) $(CFLAGS) -o $@ $^ $(LDLIBS)
 
 $(BUILD)/libqueen-client.a: $(CLIENT_SRC:%.c=$(BUILD)/obj/%.o)
