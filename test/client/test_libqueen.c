@@ -206,7 +206,7 @@ test_push_batches_and_errors (void **state)
     queen_error_t err = { 0 };
     const char *q = s_name ("batches");
     queen_item_t items [5];
-    char payload [5][16];
+    char payload [5][32];
     for (int i = 0; i < 5; i++) {
         snprintf (payload [i], sizeof payload [i], "{\"i\":%d}", i);
         items [i] = (queen_item_t) { .queue = q, .payload = payload [i] };
