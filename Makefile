@@ -165,7 +165,7 @@ FUZZ_NAMES := $(patsubst test/fuzz/fuzz_%.c,%,$(sort $(wildcard test/fuzz/fuzz_*
 FUZZ_BINS  := $(FUZZ_NAMES:%=build-fuzz/fuzz_%)
 FUZZ_FLAGS := -std=c11 -g -O1 -D_GNU_SOURCE -I. -I/usr/share/include/llhttp \
               -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined
-FUZZ_SRC   := $(BASE_SRC) $(WIRE_SRC) kernel/envelope.c
+FUZZ_SRC   := $(BASE_SRC) $(WIRE_SRC) kernel/envelope.c client/decode.c
 
 build-fuzz/llhttp.a: $(wildcard $(LLHTTP)/*.c)
 	@mkdir -p build-fuzz

@@ -51,31 +51,6 @@ queen_strerror (queen_code_t code)
 }
 
 void
-queen_error_clear (queen_error_t *err)
-{
-    if (!err)
-        return;
-    free (err->body);
-    memset (err, 0, sizeof *err);
-}
-
-queen_code_t
-queen__fail (queen_error_t *err, queen_code_t code, const char *fmt, ...)
-{
-    if (err) {
-        free (err->body);
-        err->body = NULL;
-        err->code = code;
-        err->http_status = 0;
-        va_list ap;
-        va_start (ap, fmt);
-        vsnprintf (err->message, sizeof err->message, fmt, ap);
-        va_end (ap);
-    }
-    return code;
-}
-
-void
 queen_response_free (queen_response_t *resp)
 {
     if (!resp)
@@ -219,52 +194,6 @@ queen__code_for_status (long status)
     return status >= 500 ? QUEEN_ERR_SERVER : QUEEN_ERR_HTTP;
 }
 
-char *
-queen__str (const qn_json_doc_t *doc, int tok)
-{
-    if (tok < 0 || qn_json_type (doc, tok) != QN_JSON_STRING)
-        return NULL;
-    qn_buf_t b = QN_BUF_INIT;
-    qn_json_str (doc, tok, &b);
-    if (!b.data)
-        return strdup ("");
-    return qn_buf_detach (&b, NULL);
-}
-
-char *
-queen__raw (const qn_json_doc_t *doc, int tok, size_t *len)
-{
-    size_t n = 0;
-    const char *p = tok >= 0 ? qn_json_raw (doc, tok, &n) : NULL;
-    if (len)
-        *len = p ? n : 0;
-    return p ? strndup (p, n) : NULL;
-}
-
-//  The API's {"error": "..."} text, else the start of the body.
-static void
-s_http_error (queen_error_t *err, long status, const queen_response_t *resp)
-{
-    err->message [0] = 0;
-    if (resp->body) {
-        qn_json_doc_t doc;
-        qn_json_doc_init (&doc);
-        if (qn_json_parse (&doc, resp->body, resp->len, 0) == 0
-            && qn_json_type (&doc, 0) == QN_JSON_OBJECT) {
-            char *e = queen__str (&doc, qn_json_get (&doc, 0, "error"));
-            if (e)
-                snprintf (err->message, sizeof err->message, "%s", e);
-            free (e);
-        }
-        qn_json_doc_free (&doc);
-        if (!err->message [0])
-            snprintf (err->message, sizeof err->message, "%.200s", resp->body);
-    }
-    if (!err->message [0])
-        snprintf (err->message, sizeof err->message, "HTTP status %ld", status);
-    err->body = resp->body ? strdup (resp->body) : NULL;
-}
-
 static bool
 s_retryable (queen_code_t code, long status)
 {
@@ -333,8 +262,10 @@ queen__call (queen_client_t *self, const char *method, const char *path,
         if (cc != CURLE_OK)
             snprintf (err->message, sizeof err->message, "%s %s: %s", method, url.data,
                       slot->err [0] ? slot->err : curl_easy_strerror (cc));
-        else if (code != QUEEN_OK)
-            s_http_error (err, status, resp);
+        else if (code != QUEEN_OK) {
+            queen__error_text (resp->body, resp->len, status, err->message, sizeof err->message);
+            err->body = resp->body ? strdup (resp->body) : NULL;
+        }
         break;
     }
     s_release (self, slot);

@@ -2,6 +2,7 @@
     client.c   the client: options, connection pool, requests, retries,
                error values, escaping, ids
     slot.c     asynchronous request slots driven by a curl multi handle
+    decode.c   pure readers of the broker's answers (fuzzed)
     ops.c      the API operations: push, pop, ack, lease, transactions,
                consumer loop, kv, timers
 */
@@ -53,6 +54,27 @@ char *
 //  Duplicates the raw text of any token.
 char *
     queen__raw (const qn_json_doc_t *doc, int tok, size_t *len);
+//  decode.c. The API's "error" text of a non-2xx answer, else its start.
+void
+    queen__error_text (const char *body, size_t len, long status, char *out, size_t size);
+//  Parses body as JSON whose root has root_type; QUEEN_ERR_PROTOCOL otherwise.
+queen_code_t
+    queen__parse (qn_json_doc_t *doc, const char *body, size_t len, long status, int root_type,
+                  const char *what, queen_error_t *err);
+//  Push results into res[0..count) (status, ids, error).
+queen_code_t
+    queen__decode_push (const char *body, size_t len, queen_push_result_t *res, size_t count,
+                        queen_error_t *err);
+//  A pop's answer; out is freed again on error.
+queen_code_t
+    queen__decode_batch (const char *body, size_t len, queen_batch_t *out, queen_error_t *err);
+//  An ack-style array of n results: ok[i] per item, REFUSED if any failed.
+queen_code_t
+    queen__decode_acks (const char *body, size_t len, long status, size_t n, bool *ok,
+                        const char *what, queen_error_t *err);
+//  A transaction's answer: REFUSED with its error when success is false.
+queen_code_t
+    queen__decode_txn (const char *body, size_t len, long status, queen_error_t *err);
 //  The code of an HTTP status (2xx = QUEEN_OK).
 queen_code_t
     queen__code_for_status (long status);

@@ -14,25 +14,6 @@
 #include <string.h>
 #include <time.h>
 
-//  Parses resp->body into doc; QUEEN_ERR_PROTOCOL when it is not JSON of
-//  the expected root type.
-static queen_code_t
-s_parse (qn_json_doc_t *doc, const queen_response_t *resp, int root_type,
-         const char *what, queen_error_t *err)
-{
-    if (!resp->body || qn_json_parse (doc, resp->body, resp->len, 0) != 0
-        || qn_json_type (doc, 0) != root_type) {
-        queen__fail (err, QUEEN_ERR_PROTOCOL, "%s: unexpected answer: %.200s", what,
-                     resp->body ? resp->body : "(empty)");
-        if (err && resp->body)
-            err->body = strdup (resp->body);
-        if (err)
-            err->http_status = resp->status;
-        return QUEEN_ERR_PROTOCOL;
-    }
-    return QUEEN_OK;
-}
-
 static void
 s_kstr_opt (qn_jw_t *w, const char *k, const char *v)
 {
@@ -89,21 +70,6 @@ s_check_items (const queen_item_t *items, size_t n, queen_error_t *err)
     return QUEEN_OK;
 }
 
-void
-queen_push_results_free (queen_push_result_t *results, size_t n)
-{
-    if (!results)
-        return;
-    for (size_t i = 0; i < n; i++) {
-        free (results [i].status);
-        free (results [i].transaction_id);
-        free (results [i].message_id);
-        free (results [i].partition_id);
-        free (results [i].error);
-    }
-    free (results);
-}
-
 queen_code_t
 queen_push (queen_client_t *self, const queen_item_t *items, size_t n,
             queen_push_result_t **results, size_t *done_out, queen_error_t *err)
@@ -123,8 +89,6 @@ queen_push (queen_client_t *self, const queen_item_t *items, size_t n,
     size_t batch = (size_t) queen__push_batch (self);
     qn_buf_t body = QN_BUF_INIT;
     queen_response_t resp = { 0 };
-    qn_json_doc_t doc;
-    qn_json_doc_init (&doc);
     size_t done = 0;
     while (done < n && code == QUEEN_OK) {
         size_t count = n - done < batch ? n - done : batch;
@@ -143,23 +107,10 @@ queen_push (queen_client_t *self, const queen_item_t *items, size_t n,
         qn_jw_obj_end (&w);
         code = s_post (self, "/api/v1/push", &body, 0, &resp, err);
         if (code == QUEEN_OK)
-            code = s_parse (&doc, &resp, QN_JSON_ARRAY, "push", err);
-        if (code == QUEEN_OK && qn_json_size (&doc, 0) != (int64_t) count)
-            code = queen__fail (err, QUEEN_ERR_PROTOCOL, "push: %zu items sent, %lld results",
-                                count, (long long) qn_json_size (&doc, 0));
-        if (code == QUEEN_OK) {
-            uint32_t i = 0;
-            for (int t = qn_json_first (&doc, 0); t >= 0; t = qn_json_next_sibling (&doc, 0, t), i++) {
-                queen_push_result_t *r = &res [done + i];
-                r->status = queen__str (&doc, qn_json_get (&doc, t, "status"));
-                r->message_id = queen__str (&doc, qn_json_get (&doc, t, "message_id"));
-                r->partition_id = queen__str (&doc, qn_json_get (&doc, t, "partition_id"));
-                r->error = queen__str (&doc, qn_json_get (&doc, t, "error"));
-            }
+            code = queen__decode_push (resp.body, resp.len, &res [done], count, err);
+        if (code == QUEEN_OK)
             done += count;
-        }
     }
-    qn_json_doc_free (&doc);
     queen_response_free (&resp);
     qn_buf_free (&body);
     if (done_out)
@@ -172,34 +123,6 @@ queen_push (queen_client_t *self, const queen_item_t *items, size_t n,
 }
 
 //  ---------------------------------------------------------------- pop
-static void
-s_message_free (queen_message_t *m)
-{
-    free (m->id);
-    free (m->transaction_id);
-    free (m->partition_id);
-    free (m->partition);
-    free (m->lease_id);
-    free (m->consumer_group);
-    free (m->trace_id);
-    free (m->created_at);
-    free (m->data);
-}
-
-void
-queen_batch_free (queen_batch_t *batch)
-{
-    if (!batch)
-        return;
-    for (size_t i = 0; i < batch->count; i++)
-        s_message_free (&batch->messages [i]);
-    free (batch->messages);
-    free (batch->queue);
-    free (batch->lease_id);
-    free (batch->body);
-    memset (batch, 0, sizeof *batch);
-}
-
 queen_code_t
 queen_pop (queen_client_t *self, const char *queue, const queen_pop_opts_t *opts,
            queen_batch_t *out, queen_error_t *err)
@@ -244,33 +167,7 @@ queen_pop (queen_client_t *self, const char *queue, const queen_pop_opts_t *opts
         queen_response_free (&resp);
         return code;
     }
-    qn_json_doc_t doc;
-    qn_json_doc_init (&doc);
-    code = s_parse (&doc, &resp, QN_JSON_OBJECT, "pop", err);
-    int msgs = code ? -1 : qn_json_get (&doc, 0, "messages");
-    if (code == QUEEN_OK && qn_json_type (&doc, msgs) != QN_JSON_ARRAY)
-        code = queen__fail (err, QUEEN_ERR_PROTOCOL, "pop: no messages array");
-    if (code == QUEEN_OK) {
-        out->queue = queen__str (&doc, qn_json_get (&doc, 0, "queue"));
-        out->lease_id = queen__str (&doc, qn_json_get (&doc, 0, "leaseId"));
-        size_t n = (size_t) qn_json_size (&doc, msgs);
-        out->messages = calloc (n ? n : 1, sizeof *out->messages);
-        for (int t = qn_json_first (&doc, msgs); t >= 0; t = qn_json_next_sibling (&doc, msgs, t)) {
-            queen_message_t *m = &out->messages [out->count++];
-            m->id = queen__str (&doc, qn_json_get (&doc, t, "id"));
-            m->transaction_id = queen__str (&doc, qn_json_get (&doc, t, "transactionId"));
-            m->partition_id = queen__str (&doc, qn_json_get (&doc, t, "partitionId"));
-            m->partition = queen__str (&doc, qn_json_get (&doc, t, "partition"));
-            m->lease_id = queen__str (&doc, qn_json_get (&doc, t, "leaseId"));
-            m->consumer_group = queen__str (&doc, qn_json_get (&doc, t, "consumerGroup"));
-            m->trace_id = queen__str (&doc, qn_json_get (&doc, t, "traceId"));
-            m->created_at = queen__str (&doc, qn_json_get (&doc, t, "createdAt"));
-            m->data = queen__raw (&doc, qn_json_get (&doc, t, "data"), &m->data_len);
-        }
-        out->body = resp.body;
-        resp.body = NULL;
-    }
-    qn_json_doc_free (&doc);
+    code = queen__decode_batch (resp.body, resp.len, out, err);
     queen_response_free (&resp);
     return code;
 }
@@ -291,32 +188,7 @@ static queen_code_t
 s_ack_answer (const queen_response_t *resp, size_t n, bool *ok, const char *what,
               queen_error_t *err)
 {
-    qn_json_doc_t doc;
-    qn_json_doc_init (&doc);
-    queen_code_t code = s_parse (&doc, resp, QN_JSON_ARRAY, what, err);
-    if (code == QUEEN_OK && qn_json_size (&doc, 0) != (int64_t) n)
-        code = queen__fail (err, QUEEN_ERR_PROTOCOL, "%s: %zu items sent, %lld results", what,
-                            n, (long long) qn_json_size (&doc, 0));
-    size_t i = 0;
-    bool refused = false;
-    for (int t = code ? -1 : qn_json_first (&doc, 0); t >= 0; t = qn_json_next_sibling (&doc, 0, t), i++) {
-        bool success = false;
-        qn_json_bool (&doc, qn_json_get (&doc, t, "success"), &success);
-        if (ok)
-            ok [i] = success;
-        if (!success && !refused) {
-            refused = true;
-            char *e = queen__str (&doc, qn_json_get (&doc, t, "error"));
-            queen__fail (err, QUEEN_ERR_REFUSED, "%s: item %zu: %s", what, i, e ? e : "refused");
-            if (err) {
-                err->http_status = resp->status;
-                err->body = strdup (resp->body);
-            }
-            free (e);
-        }
-    }
-    qn_json_doc_free (&doc);
-    return code ? code : refused ? QUEEN_ERR_REFUSED : QUEEN_OK;
+    return queen__decode_acks (resp->body, resp->len, resp->status, n, ok, what, err);
 }
 
 static queen_code_t
@@ -529,24 +401,8 @@ queen_txn_commit (queen_client_t *self, queen_txn_t *txn, queen_response_t *resp
     queen_response_t local = { 0 };
     queen_response_t *resp = resp_out ? resp_out : &local;
     queen_code_t code = s_post (self, "/api/v1/transaction", &body, 0, resp, err);
-    if (code == QUEEN_OK) {
-        qn_json_doc_t doc;
-        qn_json_doc_init (&doc);
-        code = s_parse (&doc, resp, QN_JSON_OBJECT, "transaction", err);
-        bool success = false;
-        if (code == QUEEN_OK && qn_json_bool (&doc, qn_json_get (&doc, 0, "success"), &success) != 0)
-            code = queen__fail (err, QUEEN_ERR_PROTOCOL, "transaction: no success field");
-        if (code == QUEEN_OK && !success) {
-            char *e = queen__str (&doc, qn_json_get (&doc, 0, "error"));
-            code = queen__fail (err, QUEEN_ERR_REFUSED, "transaction: %s", e ? e : "refused");
-            if (err) {
-                err->http_status = resp->status;
-                err->body = strdup (resp->body);
-            }
-            free (e);
-        }
-        qn_json_doc_free (&doc);
-    }
+    if (code == QUEEN_OK)
+        code = queen__decode_txn (resp->body, resp->len, resp->status, err);
     queen_response_free (&local);
     qn_buf_free (&body);
     return code;
@@ -694,7 +550,7 @@ queen_kv_get (queen_client_t *self, const char *bucket, const char *key,
     qn_json_doc_t doc;
     qn_json_doc_init (&doc);
     if (code == QUEEN_OK)
-        code = s_parse (&doc, &resp, QN_JSON_OBJECT, "kv get", err);
+        code = queen__parse (&doc, resp.body, resp.len, resp.status, QN_JSON_OBJECT, "kv get", err);
     if (code == QUEEN_OK) {
         out->value = queen__raw (&doc, qn_json_get (&doc, 0, "value"), NULL);
         qn_json_int (&doc, qn_json_get (&doc, 0, "version"), &out->version);
@@ -732,7 +588,7 @@ queen_kv_set (queen_client_t *self, const char *bucket, const char *key,
     if (code == QUEEN_OK && version_out) {
         qn_json_doc_t doc;
         qn_json_doc_init (&doc);
-        code = s_parse (&doc, &resp, QN_JSON_OBJECT, "kv set", err);
+        code = queen__parse (&doc, resp.body, resp.len, resp.status, QN_JSON_OBJECT, "kv set", err);
         if (code == QUEEN_OK && qn_json_int (&doc, qn_json_get (&doc, 0, "version"), version_out))
             code = queen__fail (err, QUEEN_ERR_PROTOCOL, "kv set: no version");
         qn_json_doc_free (&doc);
@@ -815,7 +671,7 @@ queen_timer_schedule (queen_client_t *self, const queen_timer_t *timer,
     queen_response_t resp = { 0 };
     queen_code_t code = s_post (self, "/api/v1/timers", &body, 0, &resp, err);
     if (code == QUEEN_OK)
-        code = s_parse (&doc, &resp, QN_JSON_OBJECT, "timer", err);
+        code = queen__parse (&doc, resp.body, resp.len, resp.status, QN_JSON_OBJECT, "timer", err);
     if (code == QUEEN_OK) {
         char *id = queen__str (&doc, qn_json_get (&doc, 0, "timerId"));
         if (timer_id_out)
