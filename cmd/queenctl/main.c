@@ -230,6 +230,7 @@ s_help (FILE *out)
     fprintf (out,
         "  %-12s %s\n"
         "  %-12s %s\n"
+        "  %-12s %s\n"
         "  %-12s %s\n\n"
         "global options (anywhere on the line):\n"
         "  --server URL        broker URL (env QUEEN_SERVER; default http://127.0.0.1:6632)\n"
@@ -244,7 +245,8 @@ s_help (FILE *out)
         "            4 not found, 5 conflict, 130 interrupted\n",
         "config", "show the server, token source and context in use",
         "completion", "print the bash completion script (completion bash)",
-        "help", "help [COMMAND]");
+        "help", "help [COMMAND]",
+        "man", "print the manual page (queenctl man | man -l -)");
 }
 
 static void
@@ -275,7 +277,7 @@ s_completion (FILE *out)
         "        COMPREPLY=( $(compgen -W \"");
     for (const ctl_cmd_t *c = ctl_commands; c->name; c++)
         fprintf (out, "%s ", c->name);
-    fprintf (out, "config completion help --server --token --context --config --output --quiet --no-progress --help\" -- \"$cur\") )\n"
+    fprintf (out, "config completion help man --server --token --context --config --output --quiet --no-progress --help\" -- \"$cur\") )\n"
         "        return\n"
         "    fi\n"
         "    case \"$cmd\" in\n");
@@ -302,6 +304,62 @@ s_completion (FILE *out)
         "    esac\n"
         "}\n"
         "complete -F _queenctl queenctl\n");
+    return 0;
+}
+
+//  Roff text: backslashes and leading dots/quotes escaped.
+static void
+s_roff (FILE *out, const char *text)
+{
+    bool bol = true;
+    for (const char *p = text; *p; p++) {
+        if (bol && (*p == '.' || *p == '\''))
+            fputs ("\\&", out);
+        if (*p == '\\')
+            fputs ("\\e", out);
+        else if (*p == '-')
+            fputs ("\\-", out);
+        else
+            fputc (*p, out);
+        bol = *p == '\n';
+    }
+}
+
+//  The manual page (man 7 man format), from the same command table as --help.
+static int
+s_man (FILE *out)
+{
+    fprintf (out,
+        ".TH QUEENCTL 1 \"\" \"Queen\" \"User Commands\"\n"
+        ".SH NAME\nqueenctl \\- operate a Queen broker from the terminal\n"
+        ".SH SYNOPSIS\n.B queenctl\n[\\fIGLOBAL OPTIONS\\fR] \\fICOMMAND\\fR [\\fIARGS\\fR]\n"
+        ".SH DESCRIPTION\nqueenctl talks to a Queen broker through its HTTP API (libqueen). "
+        "Long operations draw a live line on stderr when stdout and stderr are terminals; "
+        "in pipes only results reach stdout.\n"
+        ".SH GLOBAL OPTIONS\n"
+        ".TP\n\\fB\\-\\-server\\fR \\fIURL\\fR\nbroker URL (env QUEEN_SERVER; default http://127.0.0.1:6632)\n"
+        ".TP\n\\fB\\-\\-token\\fR \\fIT\\fR\nbearer token (env QUEEN_TOKEN)\n"
+        ".TP\n\\fB\\-\\-context\\fR \\fINAME\\fR\ncontext of the config file (env QUEENCTL_CONTEXT)\n"
+        ".TP\n\\fB\\-\\-config\\fR \\fIFILE\\fR\nconfig file (env QUEENCTL_CONFIG; ~/.config/queenctl/config)\n"
+        ".TP\n\\fB\\-o\\fR, \\fB\\-\\-output\\fR \\fIjson|table\\fR\noutput format\n"
+        ".TP\n\\fB\\-q\\fR, \\fB\\-\\-quiet\\fR\nno summary lines\n"
+        ".TP\n\\fB\\-\\-no\\-progress\\fR\nno live line\n"
+        ".SH COMMANDS\n");
+    for (const ctl_cmd_t *c = ctl_commands; c->name; c++) {
+        fputs (".TP\n.B ", out);
+        s_roff (out, c->usage);
+        fputs ("\n", out);
+        s_roff (out, c->summary);
+        fputs (".\n.br\n.nf\n", out);
+        s_roff (out, c->help);
+        fputs (".fi\n", out);
+    }
+    fprintf (out,
+        ".SH EXIT STATUS\n0 ok, 1 failed or refused, 2 usage, 3 broker unreachable, "
+        "4 not found, 5 conflict, 130 interrupted.\n"
+        ".SH FILES\n~/.config/queenctl/config: \\fBcurrent\\-context = NAME\\fR, then "
+        "\\fB[context NAME]\\fR sections with \\fBserver =\\fR and \\fBtoken =\\fR lines.\n"
+        ".SH SEE ALSO\ndocs/queenctl.md, docs/http\\-api.md\n");
     return 0;
 }
 
@@ -361,6 +419,8 @@ main (int argc, char **argv)
         s_help (stdout);
         return a.npos ? CTL_EXIT_USAGE : 0;
     }
+    if (!strcmp (cmd_name, "man"))
+        return s_man (stdout);
     if (!strcmp (cmd_name, "completion")) {
         if (a.npos && strcmp (a.pos [0], "bash"))
             return ctl_usage (&ctl, "only bash completion is available");

@@ -97,6 +97,23 @@ test('help, usage errors and completion', async () => {
     assert.match(lines(b.out)[1], /\blist\b.*\brequeue\b.*\bdelete\b.*--queue/);
 });
 
+test('the manual page renders without groff warnings and lists every command', async () => {
+    const r = await ctl(['man'], { server: false });
+    assert.equal(r.code, 0, show(r));
+    assert.match(r.stdout, /^\.TH QUEENCTL 1 /);
+    for (const c of ['status', 'queues', 'push', 'tail', 'ack', 'dlq', 'seek', 'replay', 'lag', 'kv', 'timers', 'maintenance', 'bench'])
+        assert.match(r.stdout, new RegExp(`^\\.B ${c}\\b`, 'm'), c);
+    const g = await new Promise((resolve) => {
+        const p = spawn('groff', ['-man', '-Tutf8', '-ww', '-z'], { stdio: ['pipe', 'pipe', 'pipe'] });
+        let err = '';
+        p.stderr.on('data', (d) => { err += d; });
+        p.once('close', (code) => resolve({ code, err }));
+        p.stdin.end(r.stdout);
+    });
+    assert.equal(g.code, 0, g.err);
+    assert.equal(g.err, '', g.err);
+});
+
 test('a broker that is down: exit 3 and a connection error', async () => {
     const dead = `http://127.0.0.1:${await freePort()}`;
     for (const args of [['status'], ['queues'], ['kv', 'get', 'b', 'k'], ['tail', 'q']]) {
