@@ -33,6 +33,14 @@ FAKE_UNIT_BIN := $(FAKE_UNIT_SRC:test/unit/%.c=$(BUILD)/test/%)
 KERNEL_RUNTIME_OBJ := $(filter-out %/config.o %/envelope.o %/schema.o %/errors.o,$(KERNEL_SRC:%.c=$(BUILD)/obj/%.o)) \
                       $(BUILD)/obj/base/clock.o
 CMD_BINS   := $(BUILD)/queen $(if $(wildcard cmd/queen-verify/main.c),$(BUILD)/queen-verify)
+# libqueen (issue 18, opscli): the C client library, queenctl on it, and the
+# C test programs test/integration/libqueen.test.mjs runs against a broker.
+CLIENT_SRC := $(sort $(wildcard client/*.c)) base/buf.c wire/json_parse.c wire/json_write.c
+CLIENT_LIBS := -lcurl -lm -pthread
+CLIENT_TEST_BINS := $(patsubst test/client/%.c,$(BUILD)/test-client/%,$(sort $(wildcard test/client/test_*.c)))
+CMD_BINS   += $(BUILD)/libqueen-client.a $(BUILD)/libqueen-client.so $(CLIENT_TEST_BINS) \
+              $(BUILD)/test-client/test_libqueen_so \
+              $(if $(wildcard cmd/queenctl/main.c),$(BUILD)/queenctl)
 
 .PHONY: all deps run test unit integration integration-asan asan check-asan bench clean help fuzz compose-test
 .DEFAULT_GOAL := all
@@ -76,8 +84,33 @@ $(BUILD)/queen: $(BUILD)/obj/cmd/queen/main.o $(LIB_OBJ)
 
 VERIFY_OBJ := $(patsubst %.c,$(BUILD)/obj/%.o,$(sort $(wildcard cmd/queen-verify/*.c)))
 
-$(BUILD)/queen-verify: $(VERIFY_OBJ) $(LIB_OBJ)
+$(BUILD)/queen-verify: $(VERIFY_OBJ) $(LIB_OBJ) $(BUILD)/libqueen-client.a
 	$(CC) $(CFLAGS_COMMON) $(CFLAGS) -o $@ $^ $(LDLIBS)
+
+$(BUILD)/libqueen-client.a: $(CLIENT_SRC:%.c=$(BUILD)/obj/%.o)
+	@rm -f $@
+	ar rcs $@ $^
+
+$(BUILD)/pic/%.o: %.c
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS_COMMON) $(CFLAGS) -fPIC -MMD -MP -c $< -o $@
+
+$(BUILD)/libqueen-client.so: $(CLIENT_SRC:%.c=$(BUILD)/pic/%.o)
+	$(CC) $(CFLAGS_COMMON) $(CFLAGS) -shared -Wl,-soname,libqueen-client.so -o $@ $^ $(CLIENT_LIBS)
+
+$(BUILD)/test-client/%: $(BUILD)/obj/test/client/%.o $(BUILD)/libqueen-client.a
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS_COMMON) $(CFLAGS) -o $@ $^ $(CLIENT_LIBS) -lcmocka
+
+# The same test program linked against the shared library
+$(BUILD)/test-client/test_libqueen_so: $(BUILD)/obj/test/client/test_libqueen.o $(BUILD)/libqueen-client.so
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS_COMMON) $(CFLAGS) -o $@ $< -L$(BUILD) -lqueen-client -Wl,-rpath,'$$ORIGIN/..' $(CLIENT_LIBS) -lcmocka
+
+QUEENCTL_OBJ := $(patsubst %.c,$(BUILD)/obj/%.o,$(sort $(wildcard cmd/queenctl/*.c)))
+
+$(BUILD)/queenctl: $(QUEENCTL_OBJ) $(BUILD)/libqueen-client.a
+	$(CC) $(CFLAGS_COMMON) $(CFLAGS) -o $@ $^ $(CLIENT_LIBS)
 
 $(BUILD)/test/%: $(BUILD)/obj/test/unit/%.o $(SUPPORT_OBJ) $(LIB_OBJ)
 	@mkdir -p $(dir $@)
@@ -88,7 +121,7 @@ $(FAKE_UNIT_BIN): $(BUILD)/test/%: $(BUILD)/obj/test/unit/%.o $(BUILD)/obj/test/
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS_COMMON) $(CFLAGS) -o $@ $^ $(LDLIBS) -lcmocka
 
--include $(shell find $(BUILD)/obj -name '*.d' 2>/dev/null)
+-include $(shell find $(BUILD)/obj $(BUILD)/pic -name '*.d' 2>/dev/null)
 
 # ---------------------------------------------------------------- run
 run: deps all
@@ -138,7 +171,7 @@ FUZZ_NAMES := $(patsubst test/fuzz/fuzz_%.c,%,$(sort $(wildcard test/fuzz/fuzz_*
 FUZZ_BINS  := $(FUZZ_NAMES:%=build-fuzz/fuzz_%)
 FUZZ_FLAGS := -std=c11 -g -O1 -D_GNU_SOURCE -I. -I/usr/share/include/llhttp \
               -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined
-FUZZ_SRC   := $(BASE_SRC) $(WIRE_SRC) kernel/envelope.c
+FUZZ_SRC   := $(BASE_SRC) $(WIRE_SRC) kernel/envelope.c client/decode.c
 
 build-fuzz/llhttp.a: $(wildcard $(LLHTTP)/*.c)
 	@mkdir -p build-fuzz
