@@ -73,6 +73,10 @@ static const s_setting_t s_settings [] = {
     { "JWT_ROLE_READ_WRITE", S_STR, F (jwt_role_read_write), "read-write", 0, 0, "role value granting read-write" },
     { "JWT_ROLE_READ_ONLY", S_STR, F (jwt_role_read_only), "read-only", 0, 0, "role value granting read-only" },
     { "JWT_SKIP_PATHS", S_STR, F (jwt_skip_paths), "/health,/metrics/prometheus,/metrics,/", 0, 0, "paths that skip auth; an entry ending in / (other than /) is a prefix" },
+    //  tenancy (issue 12): the tenant of a request (docs/tenancy.md)
+    { "TENANT_ASSERTION_SECRET", S_SECRET, F (tenant_assertion_secret), "", 0, 0, "secret shared with queen-proxy (at least 32 bytes): when set, API routes need a tenant assertion signed with it" },
+    { "TENANT_ASSERTION_MAX_AGE", S_INT, F (tenant_assertion_max_age_s), "60", 1, 3600, "a tenant assertion's timestamp must be this close to now, seconds" },
+    { "JWT_TENANT_CLAIM", S_STR, F (jwt_tenant_claim), "tenant", 0, 0, "JWT claim naming the tenant (no proxy; absent: the default tenant)" },
     { NULL, 0, 0, NULL, 0, 0, NULL }
 };
 
@@ -200,6 +204,10 @@ qn_config_load_from (qn_config_t *c, const char *(*get) (const char *), char *er
     qn_crypto_keys_destroy (&ring);
     if (krc)
         return -1;
+    if (c->tenant_assertion_secret [0] && strlen (c->tenant_assertion_secret) < 32) {
+        snprintf (err, err_len, "TENANT_ASSERTION_SECRET: use at least 32 bytes");
+        return -1;
+    }
     return s_check_jwt (c, err, err_len);
 }
 

@@ -63,6 +63,10 @@ typedef struct {
     char *jwt_role_read_write;
     char *jwt_role_read_only;
     char *jwt_skip_paths;       //  Comma-separated; "/x/" is a prefix
+    //  Tenancy (issue 12)
+    char *tenant_assertion_secret;  //  Shared with queen-proxy; "" = no proxy
+    int64_t tenant_assertion_max_age_s;
+    char *jwt_tenant_claim;     //  JWT claim naming the tenant
     bool embedded;              //  Not a setting: PG_HOST was unset
 } qn_config_t;
 
