@@ -424,7 +424,7 @@ s_mark (self_t *self, int up, bool healthy)
 {
     s_upstream_t *u = &self->ups [up];
     if (u->healthy != healthy)
-        qn_info ("proxy: upstream %s: url=%s", healthy ? "healthy" : "down", u->url);
+        qn_info ("upstream %s: url=%s", healthy ? "healthy" : "down", u->url);
     u->healthy = healthy;
     if (!healthy)
         while (u->idle) {
@@ -573,7 +573,7 @@ s_on_fd (void *self_, int fd, uint32_t events)
     self_t *self = self_;
     if (self->pg && fd == PQsocket (self->pg)) {
         if (!PQconsumeInput (self->pg))
-            qn_warn ("proxy: postgresql connection: %s", PQerrorMessage (self->pg));
+            qn_warn ("postgresql connection: %s", PQerrorMessage (self->pg));
         s_pg_pump (self);
         return;
     }
@@ -722,7 +722,7 @@ s_pg_pump (self_t *self)
         if (PQstatus (self->pg) != CONNECTION_OK
         ||  !PQsendQueryParams (self->pg, q->sql, q->nparams, NULL,
                                 (const char *const *) q->params, NULL, NULL, 0)) {
-            qn_warn ("proxy: postgresql unavailable: %s", PQerrorMessage (self->pg));
+            qn_warn ("postgresql unavailable: %s", PQerrorMessage (self->pg));
             self->q_head = q->next;
             if (!self->q_head)
                 self->q_tail = NULL;
@@ -782,7 +782,7 @@ s_on_keys (self_t *self, PGresult *res, void *arg)
 {
     (void) arg;
     if (!s_res_ok (res)) {
-        qn_warn ("proxy: key table not refreshed (the last one stays in use)");
+        qn_warn ("key table not refreshed (the last one stays in use)");
         return;
     }
     qn_hashmap_t *map = qn_hashmap_new ();
@@ -792,7 +792,7 @@ s_on_keys (self_t *self, PGresult *res, void *arg)
                     qn_role_parse (role, strlen (role)), PQgetvalue (res, r, 3));
     }
     if (!self->keys_loaded)
-        qn_info ("proxy: key table loaded: keys=%d", PQntuples (res));
+        qn_info ("key table loaded: keys=%d", PQntuples (res));
     qn_hashmap_each (self->keys, s_key_free_each, NULL);
     qn_hashmap_destroy (&self->keys);
     self->keys = map;
@@ -1342,7 +1342,7 @@ qn_proxy_new (qn_kernel_t *kernel, const qn_config_t *config, const char *accept
     self->fds = qn_hashmap_new ();
     self->keys = qn_hashmap_new ();
     if (s_parse_upstreams (self, config->queen_upstreams)) {
-        qn_error ("proxy: QUEEN_UPSTREAMS must be a comma-separated list of http://host:port");
+        qn_error ("QUEEN_UPSTREAMS must be a comma-separated list of http://host:port");
         s_destroy ((void **) &self);
         return NULL;
     }
@@ -1350,12 +1350,12 @@ qn_proxy_new (qn_kernel_t *kernel, const qn_config_t *config, const char *accept
     qn_pg_params (config, &p, 5);
     self->pg = PQconnectdbParams (p.keys, p.values, 0);
     if (PQstatus (self->pg) != CONNECTION_OK) {
-        qn_error ("proxy: cannot connect to PostgreSQL: %s", PQerrorMessage (self->pg));
+        qn_error ("cannot connect to PostgreSQL: %s", PQerrorMessage (self->pg));
         s_destroy ((void **) &self);
         return NULL;
     }
     PQsetnonblocking (self->pg, 1);
-    qn_info ("proxy: upstreams=%d", self->up_count);
+    qn_info ("upstreams=%d", self->up_count);
     return qn_actor_spawn (kernel, &(qn_actor_def_t) {
         .name = "proxy", .routes = s_routes, .self = self, .destroy = s_destroy
     });
