@@ -77,6 +77,7 @@ static const s_setting_t s_settings [] = {
     { "TENANT_ASSERTION_SECRET", S_SECRET, F (tenant_assertion_secret), "", 0, 0, "secret shared with queen-proxy (at least 32 bytes): when set, API routes need a tenant assertion signed with it" },
     { "TENANT_ASSERTION_MAX_AGE", S_INT, F (tenant_assertion_max_age_s), "60", 1, 3600, "a tenant assertion's timestamp must be this close to now, seconds" },
     { "JWT_TENANT_CLAIM", S_STR, F (jwt_tenant_claim), "tenant", 0, 0, "JWT claim naming the tenant (no proxy; absent: the default tenant)" },
+    { "PROXY_USAGE_FLUSH_MS", S_INT, F (proxy_usage_flush_ms), "10000", 100, 3600000, "queen-proxy only: usage metering is written to PostgreSQL this often (and at shutdown), ms" },
     { "QUEEN_UPSTREAMS", S_STR, F (queen_upstreams), "http://127.0.0.1:6632", 0, 0, "queen-proxy only: comma-separated broker base URLs (http://host:port)" },
     { NULL, 0, 0, NULL, 0, 0, NULL }
 };
@@ -257,7 +258,7 @@ void
 qn_config_help_proxy (FILE *out)
 {
     static const char *const names [] = {
-        "PORT", "HOST", "QUEEN_UPSTREAMS", "TENANT_ASSERTION_SECRET", "PG_HOST", "PG_PORT", "PG_USER",
+        "PORT", "HOST", "QUEEN_UPSTREAMS", "TENANT_ASSERTION_SECRET", "PROXY_USAGE_FLUSH_MS", "PG_HOST", "PG_PORT", "PG_USER",
         "PG_PASSWORD", "PG_DB", "DB_CONNECTION_TIMEOUT", "MAX_CONNECTIONS", "MAX_BODY_BYTES",
         "MAX_HEADER_BYTES", "IDLE_TIMEOUT_MS", "REQUEST_TIMEOUT_MS", "SHUTDOWN_TIMEOUT_MS",
         "ACTOR_QUEUE_HWM", "LOG_LEVEL", NULL
@@ -266,7 +267,9 @@ qn_config_help_proxy (FILE *out)
                   "       queen-proxy create-tenant NAME    create a tenant and print its first admin key\n"
                   "       queen-proxy create-key TENANT ROLE [LABEL]   print a new key (admin, read-write,\n"
                   "                                         read-only, producer, consumer)\n"
-                  "       queen-proxy revoke-key TENANT ID\n\n"
+                  "       queen-proxy revoke-key TENANT ID\n"
+                  "       queen-proxy set-limits TENANT REQ_PER_S MSG_PER_S MAX_BODY_BYTES MAX_BATCH\n"
+                  "                                         plan limits (- for unlimited)\n\n"
                   "queen-proxy is configured with environment variables:\n\n");
     for (int i = 0; names [i]; i++)
         for (const s_setting_t *s = s_settings; s->name; s++)

@@ -68,6 +68,7 @@ typedef struct {
     int64_t tenant_assertion_max_age_s;
     char *jwt_tenant_claim;     //  JWT claim naming the tenant
     char *queen_upstreams;      //  queen-proxy: comma-separated broker URLs
+    int64_t proxy_usage_flush_ms;
     bool embedded;              //  Not a setting: PG_HOST was unset
 } qn_config_t;
 

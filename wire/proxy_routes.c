@@ -23,6 +23,7 @@ static const s_row_t s_table [] = {
     //  the proxy's own
     { "GET",    "/health", QN_PR_LOCAL, 0 },
     { "GET",    "/proxy/v1/whoami", QN_PR_LOCAL, ALL },
+    { "GET",    "/proxy/v1/usage", QN_PR_LOCAL, ALL },
     { "GET",    "/proxy/v1/keys", QN_PR_LOCAL, AD },
     { "POST",   "/proxy/v1/keys", QN_PR_LOCAL, AD },
     { "DELETE", "/proxy/v1/keys/:id", QN_PR_LOCAL, AD },

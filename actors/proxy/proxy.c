@@ -37,6 +37,7 @@
 #include "wire/proxy_keys.h"
 #include "wire/proxy_routes.h"
 #include "wire/tenant_assert.h"
+#include "wire/token_bucket.h"
 #include "wire/url.h"
 
 #include <errno.h>
@@ -51,6 +52,7 @@
 #include <string.h>
 #include <strings.h>
 #include <sys/socket.h>
+#include <math.h>
 #include <unistd.h>
 
 #define S_MAX_UPSTREAMS     16
@@ -115,8 +117,23 @@ struct s_req {
     qn_role_t role;
     char key_id [QN_KEY_ID_LEN + 1];
     int attempts;
+    bool is_pop;                //  Counted as messages out on a 200
     s_uconn_t *uc;
 };
+
+//  Per tenant: plan limits (from the key table) and unflushed usage.
+typedef struct {
+    int64_t requests, messages_in, messages_out, bytes_in, bytes_out, refused;
+} s_usage_t;
+
+typedef struct {
+    char name [QN_TENANT_MAX + 1];
+    qn_bucket_t requests;
+    qn_bucket_t messages;
+    int64_t max_body_bytes;     //  0: unlimited
+    int64_t max_batch;
+    s_usage_t usage;            //  Since the last flush
+} s_tenant_t;
 
 typedef struct {
     char id [QN_KEY_ID_LEN + 1];
@@ -129,7 +146,7 @@ typedef void (s_pg_fn) (self_t *self, PGresult *res, void *arg);
 typedef struct s_query s_query_t;
 struct s_query {
     char *sql;
-    char *params [6];
+    char *params [8];
     int nparams;
     s_pg_fn *cb;
     void *arg;
@@ -147,6 +164,8 @@ struct self {
     uint64_t next_id;
     qn_hashmap_t *fds;          //  fd -> s_uconn_t
     qn_hashmap_t *keys;         //  hash of id -> s_key_t
+    qn_hashmap_t *tenants;      //  hash of name -> s_tenant_t
+    int64_t flushed_ms;
     bool keys_loaded;
     int64_t keys_asked_ms;
     int64_t health_ms;
@@ -276,6 +295,37 @@ s_req_error (self_t *self, s_req_t *req, int status, const char *msg)
 {
     s_respond_error (self, req->conn_id, req->seq, req->keep_alive, status, msg);
     s_req_free (self, req);
+}
+
+// ------------------------------------------------------------------ tenants: limits and usage
+static uint64_t s_key_hash (const char *id);
+
+static s_tenant_t *
+s_tenant (self_t *self, const char *name)
+{
+    s_tenant_t *t = qn_hashmap_get (self->tenants, s_key_hash (name));
+    if (t && !strcmp (t->name, name))
+        return t;
+    t = qn_zalloc (sizeof *t);
+    snprintf (t->name, sizeof t->name, "%s", name);
+    qn_hashmap_put (self->tenants, s_key_hash (name), t);
+    return t;
+}
+
+//  The length of the array `member` of a JSON object body, or 0.
+static int64_t
+s_count_items (const char *body, size_t len, const char *member)
+{
+    qn_json_doc_t doc;
+    qn_json_doc_init (&doc);
+    int64_t n = 0;
+    if (len && qn_json_parse (&doc, body, len, 64) == 0 && qn_json_type (&doc, 0) == QN_JSON_OBJECT) {
+        int t = qn_json_get (&doc, 0, member);
+        if (t >= 0 && qn_json_type (&doc, t) == QN_JSON_ARRAY)
+            n = qn_json_size (&doc, t);
+    }
+    qn_json_doc_free (&doc);
+    return n;
 }
 
 // ------------------------------------------------------------------ upstream responses (llhttp)
@@ -487,6 +537,10 @@ s_uconn_done (self_t *self, s_uconn_t *uc)
     qn_buf_puts (&b, req->keep_alive ? "Connection: keep-alive\r\n\r\n" : "Connection: close\r\n\r\n");
     if (!no_body)
         qn_buf_append (&b, uc->body.data, uc->body.len);
+    s_tenant_t *ten = s_tenant (self, req->tenant);
+    ten->usage.bytes_out += (int64_t) uc->body.len;
+    if (req->is_pop && uc->status == 200)
+        ten->usage.messages_out += s_count_items (uc->body.data, uc->body.len, "messages");
     s_respond_raw (self, req->conn_id, req->seq, req->keep_alive, &b);
     qn_count (self->kernel, "proxy_forwarded", 1);
     bool keep = llhttp_should_keep_alive (&uc->parser);
@@ -790,6 +844,13 @@ s_on_keys (self_t *self, PGresult *res, void *arg)
         const char *role = PQgetvalue (res, r, 2);
         s_keys_put (map, PQgetvalue (res, r, 0), PQgetvalue (res, r, 1),
                     qn_role_parse (role, strlen (role)), PQgetvalue (res, r, 3));
+        s_tenant_t *t = s_tenant (self, PQgetvalue (res, r, 1));
+        double rps = PQgetisnull (res, r, 4) ? 0 : atof (PQgetvalue (res, r, 4));
+        double mps = PQgetisnull (res, r, 5) ? 0 : atof (PQgetvalue (res, r, 5));
+        qn_bucket_set (&t->requests, rps, rps);
+        qn_bucket_set (&t->messages, mps, mps);
+        t->max_body_bytes = PQgetisnull (res, r, 6) ? 0 : atoll (PQgetvalue (res, r, 6));
+        t->max_batch = PQgetisnull (res, r, 7) ? 0 : atoll (PQgetvalue (res, r, 7));
     }
     if (!self->keys_loaded)
         qn_info ("key table loaded: keys=%d", PQntuples (res));
@@ -803,8 +864,130 @@ static void
 s_keys_refresh (self_t *self)
 {
     self->keys_asked_ms = qn_now_ms ();
-    s_query (self, "SELECT id, tenant, role, hash FROM queen_proxy.keys_active()", NULL, 0,
-             s_on_keys, NULL);
+    s_query (self, "SELECT id, tenant, role, hash, requests_per_s, messages_per_s, max_body_bytes,"
+                   " max_batch FROM queen_proxy.keys_active()", NULL, 0, s_on_keys, NULL);
+}
+
+// ------------------------------------------------------------------ usage metering
+typedef struct {
+    char tenant [QN_TENANT_MAX + 1];
+    s_usage_t usage;
+} s_flush_t;
+
+static bool
+s_usage_empty (const s_usage_t *u)
+{
+    return !u->requests && !u->messages_in && !u->messages_out && !u->bytes_in && !u->bytes_out
+        && !u->refused;
+}
+
+static void
+s_usage_params (const char *tenant, const s_usage_t *u, char v [6][24], const char *p [7])
+{
+    const int64_t n [6] = { u->requests, u->messages_in, u->messages_out, u->bytes_in, u->bytes_out,
+                            u->refused };
+    p [0] = tenant;
+    for (int i = 0; i < 6; i++) {
+        snprintf (v [i], sizeof v [i], "%lld", (long long) n [i]);
+        p [i + 1] = v [i];
+    }
+}
+
+#define S_USAGE_SQL "SELECT queen_proxy.usage_add ($1, $2, $3, $4, $5, $6, $7)"
+
+static void
+s_usage_add (s_usage_t *to, const s_usage_t *from)
+{
+    to->requests += from->requests;
+    to->messages_in += from->messages_in;
+    to->messages_out += from->messages_out;
+    to->bytes_in += from->bytes_in;
+    to->bytes_out += from->bytes_out;
+    to->refused += from->refused;
+}
+
+//  A failed flush puts its figures back, so the next one carries them.
+static void
+s_on_flushed (self_t *self, PGresult *res, void *arg)
+{
+    s_flush_t *f = arg;
+    if (!s_res_ok (res)) {
+        qn_warn ("usage not written, kept for the next flush: tenant=%s", f->tenant);
+        s_usage_add (&s_tenant (self, f->tenant)->usage, &f->usage);
+    }
+    free (f);
+}
+
+static void
+s_flush_each (void *arg, uint64_t key, void *value)
+{
+    (void) key;
+    self_t *self = arg;
+    s_tenant_t *t = value;
+    if (s_usage_empty (&t->usage))
+        return;
+    s_flush_t *f = qn_zalloc (sizeof *f);
+    snprintf (f->tenant, sizeof f->tenant, "%s", t->name);
+    f->usage = t->usage;
+    memset (&t->usage, 0, sizeof t->usage);
+    char v [6][24];
+    const char *p [7];
+    s_usage_params (f->tenant, &f->usage, v, p);
+    s_query (self, S_USAGE_SQL, p, 7, s_on_flushed, f);
+}
+
+static void
+s_flush (self_t *self)
+{
+    self->flushed_ms = qn_now_ms ();
+    qn_hashmap_each (self->tenants, s_flush_each, self);
+}
+
+//  At shutdown: blocking, after the query in flight (if any) is done.
+static void
+s_flush_sync_each (void *arg, uint64_t key, void *value)
+{
+    (void) key;
+    self_t *self = arg;
+    s_tenant_t *t = value;
+    if (s_usage_empty (&t->usage))
+        return;
+    char v [6][24];
+    const char *p [7];
+    s_usage_params (t->name, &t->usage, v, p);
+    PGresult *res = PQexecParams (self->pg, S_USAGE_SQL, 7, NULL, p, NULL, NULL, 0);
+    if (!s_res_ok (res))
+        qn_warn ("usage not written at shutdown: tenant=%s error=%s", t->name, PQerrorMessage (self->pg));
+    else
+        memset (&t->usage, 0, sizeof t->usage);
+    PQclear (res);
+}
+
+static void
+s_flush_sync (self_t *self)
+{
+    if (!self->pg)
+        return;
+    PQsetnonblocking (self->pg, 0);
+    //  Finish what is queued (its callbacks run), then write what is left.
+    while (self->q_head) {
+        if (self->pg_busy) {
+            PGresult *res = PQgetResult (self->pg), *extra;
+            while ((extra = PQgetResult (self->pg)))
+                PQclear (extra);
+            s_query_t *q = self->q_head;
+            self->q_head = q->next;
+            if (!self->q_head)
+                self->q_tail = NULL;
+            self->pg_busy = false;
+            q->cb (self, res, q->arg);
+            PQclear (res);
+            s_query_free (q);
+        }
+        else
+            s_pg_pump (self);
+    }
+    qn_hashmap_each (self->tenants, s_flush_sync_each, self);
 }
 
 // ------------------------------------------------------------------ the proxy's own routes
@@ -898,6 +1081,35 @@ s_on_keys_listed (self_t *self, PGresult *res, void *arg)
     free (op);
 }
 
+//  Flushed figures plus this proxy's unflushed ones.
+static void
+s_on_usage (self_t *self, PGresult *res, void *arg)
+{
+    s_keyop_t *op = arg;
+    s_req_t *req = qn_hashmap_get (self->reqs, op->req_id);
+    if (req && (!s_res_ok (res) || PQntuples (res) != 1))
+        s_req_error (self, req, 503, "Usage store unavailable");
+    else
+    if (req) {
+        const s_usage_t *u = &s_tenant (self, req->tenant)->usage;
+        const char *names [6] = { "requests", "messagesIn", "messagesOut", "bytesIn", "bytesOut", "refused" };
+        const int64_t mem [6] = { u->requests, u->messages_in, u->messages_out, u->bytes_in,
+                                  u->bytes_out, u->refused };
+        qn_buf_t b = QN_BUF_INIT;
+        qn_jw_t w;
+        qn_jw_init (&w, &b);
+        qn_jw_obj (&w);
+        qn_jw_kstr (&w, "tenant", req->tenant);
+        for (int i = 0; i < 6; i++)
+            qn_jw_kint (&w, names [i], atoll (PQgetvalue (res, 0, i)) + mem [i]);
+        qn_jw_obj_end (&w);
+        s_respond_json (self, req->conn_id, req->seq, req->keep_alive, 200, b.data, b.len, NULL);
+        qn_buf_free (&b);
+        s_req_free (self, req);
+    }
+    free (op);
+}
+
 static void
 s_local (self_t *self, s_req_t *req, const qn_pr_route_t *route, const qn_url_t *url)
 {
@@ -935,6 +1147,12 @@ s_local (self_t *self, s_req_t *req, const qn_pr_route_t *route, const qn_url_t 
     }
     s_keyop_t *op = qn_zalloc (sizeof *op);
     op->req_id = req->id;
+    if (!strcmp (route->pattern, "/proxy/v1/usage")) {
+        const char *p [1] = { req->tenant };
+        s_query (self, "SELECT requests, messages_in, messages_out, bytes_in, bytes_out, refused"
+                       " FROM queen_proxy.usage_total ($1)", p, 1, s_on_usage, op);
+        return;
+    }
     if (!strcmp (req->method, "GET")) {
         const char *p [1] = { req->tenant };
         s_query (self, "SELECT id, role, label, created_at, revoked_at FROM queen_proxy.keys_list ($1)",
@@ -1081,9 +1299,53 @@ s_on_request (void *self_, const qn_env_t *env)
         }
     }
     free (presented);
+    char retry_after [64] = "";
+    if (!refuse && req->tenant [0]) {
+        //  Plan limits, in-process and exact; every refusal is metered.
+        s_tenant_t *t = s_tenant (self, req->tenant);
+        t->usage.requests++;
+        t->usage.bytes_in += (int64_t) req->body_len;
+        int64_t wait_ms = 0, items = 0;
+        req->is_pop = route.kind == QN_PR_FORWARD && route.pattern && !strncmp (route.pattern, "/api/v1/pop", 11);
+        if (route.kind == QN_PR_FORWARD && !strcmp (route.pattern, "/api/v1/push"))
+            items = s_count_items (req->body, req->body_len, "items");
+        int64_t now_us = qn_now_ms () * 1000;
+        if (t->max_body_bytes && (int64_t) req->body_len > t->max_body_bytes)
+            status = 413, refuse = "Payload exceeds the plan's limit";
+        else
+        if (t->max_batch && items > t->max_batch)
+            status = 413, refuse = "Batch exceeds the plan's limit";
+        else
+        if (!qn_bucket_take (&t->requests, now_us, 1, &wait_ms))
+            status = 429, refuse = "Request rate limit exceeded";
+        else
+        if (items && !qn_bucket_take (&t->messages, now_us, (double) items, &wait_ms))
+            status = items > t->messages.burst ? 413 : 429,
+            refuse = items > t->messages.burst ? "Batch exceeds the plan's message rate"
+                                               : "Message rate limit exceeded";
+        else
+            t->usage.messages_in += items;
+        if (refuse)
+            t->usage.refused++;
+        if (status == 429)
+            snprintf (retry_after, sizeof retry_after, "Retry-After: %lld\r\n",
+                      (long long) ((wait_ms + 999) / 1000));
+    }
     if (refuse) {
         qn_count (self->kernel, status == 401 ? "proxy_refused_401" : "proxy_refused_4xx", 1);
         qn_url_free (&url);
+        if (retry_after [0]) {
+            qn_buf_t b = QN_BUF_INIT;
+            qn_jw_t w;
+            qn_jw_init (&w, &b);
+            qn_jw_obj (&w);
+            qn_jw_kstr (&w, "error", refuse);
+            qn_jw_obj_end (&w);
+            s_respond_json (self, req->conn_id, req->seq, req->keep_alive, status, b.data, b.len, retry_after);
+            qn_buf_free (&b);
+            s_req_free (self, req);
+            return 0;
+        }
         s_req_error (self, req, status, refuse);
         return 0;
     }
@@ -1195,6 +1457,8 @@ s_on_tick (void *self_, void *arg)
     }
     if (now - self->keys_asked_ms >= S_KEYS_EVERY_MS && !self->q_head)
         s_keys_refresh (self);
+    if (now - self->flushed_ms >= self->config->proxy_usage_flush_ms)
+        s_flush (self);
 }
 
 // ------------------------------------------------------------------ lifecycle
@@ -1272,6 +1536,7 @@ s_on_stop (void *self_, const qn_env_t *env)
     qn_buf_free (&list);
     for (int i = 0; i < self->up_count; i++)
         self->ups [i].idle = self->ups [i].probe = NULL;
+    s_flush_sync (self);
     return QN_DONE;
 }
 
@@ -1288,6 +1553,14 @@ s_req_free_each (void *arg, uint64_t key, void *value)
 }
 
 static void
+s_tenant_free_each (void *arg, uint64_t key, void *value)
+{
+    (void) arg;
+    (void) key;
+    free (value);
+}
+
+static void
 s_destroy (void **self_p)
 {
     self_t *self = *self_p;
@@ -1299,10 +1572,13 @@ s_destroy (void **self_p)
     if (self->keys)
         qn_hashmap_each (self->keys, s_key_free_each, NULL);
     qn_hashmap_destroy (&self->keys);
+    qn_hashmap_each (self->tenants, s_tenant_free_each, NULL);
+    qn_hashmap_destroy (&self->tenants);
     while (self->q_head) {
         s_query_t *q = self->q_head;
         self->q_head = q->next;
-        if (q->cb == s_on_key_created || q->cb == s_on_key_revoked || q->cb == s_on_keys_listed)
+        if (q->cb == s_on_key_created || q->cb == s_on_key_revoked || q->cb == s_on_keys_listed
+        ||  q->cb == s_on_usage || q->cb == s_on_flushed)
             free (q->arg);
         s_query_free (q);
     }
@@ -1341,6 +1617,8 @@ qn_proxy_new (qn_kernel_t *kernel, const qn_config_t *config, const char *accept
     self->reqs = qn_hashmap_new ();
     self->fds = qn_hashmap_new ();
     self->keys = qn_hashmap_new ();
+    self->tenants = qn_hashmap_new ();
+    self->flushed_ms = qn_now_ms ();
     if (s_parse_upstreams (self, config->queen_upstreams)) {
         qn_error ("QUEEN_UPSTREAMS must be a comma-separated list of http://host:port");
         s_destroy ((void **) &self);

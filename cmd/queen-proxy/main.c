@@ -155,7 +155,7 @@ s_command (const qn_config_t *config, int argc, char **argv)
 {
     const char *cmd = argv [1];
     int need = !strcmp (cmd, "create-tenant") ? 3 : !strcmp (cmd, "create-key") ? 4
-             : !strcmp (cmd, "revoke-key") ? 4 : 0;
+             : !strcmp (cmd, "revoke-key") ? 4 : !strcmp (cmd, "set-limits") ? 7 : 0;
     if (!need || argc < need || argc > need + (strcmp (cmd, "create-key") ? 0 : 1)) {
         fprintf (stderr, "queen-proxy: unknown or incomplete command '%s' (try --help)\n", cmd);
         return 2;
@@ -190,6 +190,35 @@ s_command (const qn_config_t *config, int argc, char **argv)
             }
             else
                 rc = s_create_key (conn, argv [2], "admin", "first admin key");
+        }
+    }
+    else
+    if (!strcmp (cmd, "set-limits")) {
+        //  set-limits TENANT REQ_PER_S MSG_PER_S MAX_BODY_BYTES MAX_BATCH ("-": unlimited)
+        const char *p [5] = { argv [2], NULL, NULL, NULL, NULL };
+        for (int i = 0; i < 4; i++) {
+            const char *v = argv [3 + i];
+            char *end;
+            long n = strtol (v, &end, 10);
+            if (strcmp (v, "-") && (*end || n < 1 || n > 2000000000)) {
+                fprintf (stderr, "queen-proxy: a limit is a positive integer or -\n");
+                PQfinish (conn);
+                return 2;
+            }
+            p [1 + i] = strcmp (v, "-") ? v : NULL;
+        }
+        PGresult *res = NULL;
+        if (s_exec (conn, "SELECT queen_proxy.set_limits ($1, $2, $3, $4, $5)", 5, p, &res, err, sizeof err)) {
+            fprintf (stderr, "queen-proxy: %s\n", err);
+            rc = 1;
+        }
+        else {
+            rc = strcmp (PQgetvalue (res, 0, 0), "t") ? 1 : 0;
+            PQclear (res);
+            if (rc)
+                fprintf (stderr, "queen-proxy: no tenant %s\n", argv [2]);
+            else
+                printf ("{\"limits\":true}\n");
         }
     }
     else

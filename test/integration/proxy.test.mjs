@@ -295,6 +295,82 @@ test('pipelined clients of different tenants get only their own responses, in or
     }
 });
 
+//  A tenant of its own for a test (its key is usable within the refresh).
+async function freshTenant (name) {
+    const r = cli(a.db, 'create-tenant', name);
+    assert.equal(r.status, 0, r.err);
+    const k = JSON.parse(r.out).key;
+    await waitFor(async () => (await http(`${url}/proxy/v1/whoami`, { headers: key(k) })).status === 200, 5000);
+    return k;
+}
+
+async function setLimits (t, ...limits) {
+    const r = cli(a.db, 'set-limits', t, ...limits);
+    assert.equal(r.status, 0, r.err);
+    await sleep(1500);                  //  limits arrive with the key table, every second
+}
+
+test('plan limits: 429 with Retry-After, 413 for size and batch, every refusal metered', async () => {
+    const t = 'limited';
+    const k = await freshTenant(t);
+    const pushN = (n) => call(k, 'POST', '/api/v1/push', { items: Array.from({ length: n }, (_, i) => ({ queue: 'lim', payload: i })) });
+    //  Requests: 1 per second; six at once: one passes, five get 429 with
+    //  the whole seconds until the next token.
+    await setLimits(t, '1', '-', '-', '-');
+    const all = await Promise.all(Array.from({ length: 6 }, () => call(k, 'GET', '/api/v1/resources/queues')));
+    assert.equal(all.filter((r) => r.status === 200).length, 1, all.map((r) => r.status).join());
+    const limited = all.filter((r) => r.status === 429);
+    assert.equal(limited.length, 5);
+    for (const res of limited) {
+        assert.equal(res.headers.get('retry-after'), '1');
+        assert.equal(res.body.error, 'Request rate limit exceeded');
+    }
+    //  Size and batch: 413; messages: 10 per second, then 429.
+    await setLimits(t, '-', '10', '2000', '10');
+    let res = await call(k, 'POST', '/api/v1/push', { items: [{ queue: 'lim', payload: 'x'.repeat(3000) }] }, 413);
+    assert.equal(res.body.error, "Payload exceeds the plan's limit");
+    res = await pushN(11);
+    assert.equal(res.status, 413, res.raw);
+    assert.equal(res.body.error, "Batch exceeds the plan's limit");
+    assert.equal((await pushN(10)).status, 201);
+    res = await pushN(10);
+    assert.equal(res.status, 429, res.raw);
+    assert.equal(res.body.error, 'Message rate limit exceeded');
+    assert.equal(res.headers.get('retry-after'), '1');
+    //  Another tenant is not limited by this plan.
+    for (let i = 0; i < 8; i++)
+        await call(admin.t07, 'GET', '/api/v1/resources/queues', undefined, 200);
+    res = await call(k, 'GET', '/proxy/v1/usage', undefined, 200);
+    assert.equal(res.body.tenant, t);
+    assert.equal(res.body.messagesIn, 10);
+    assert.equal(res.body.refused, 8);
+    assert.ok(res.body.requests >= 12, res.raw);
+});
+
+test('metering survives a proxy restart (flushed at shutdown)', async () => {
+    const k = await freshTenant('metered');
+    for (let i = 0; i < 3; i++)
+        await call(k, 'POST', '/api/v1/push', { items: [{ queue: 'meter', payload: i }, { queue: 'meter', payload: i }] }, 201);
+    const popped = await call(k, 'GET', '/api/v1/pop/queue/meter?wait=false&batch=4', undefined, 200);
+    assert.equal(popped.body.messages.length, 4);
+    const before = (await call(k, 'GET', '/proxy/v1/usage', undefined, 200)).body;
+    assert.equal(before.messagesIn, 6);
+    assert.equal(before.messagesOut, 4);
+    assert.ok(before.bytesIn > 0 && before.bytesOut > 0, JSON.stringify(before));
+    assert.equal(await proxy.stop(), 0, proxy.logs().slice(-2000));
+    proxy = await startBroker({
+        bin: PROXY_BIN, db: a.db,
+        env: { TENANT_ASSERTION_SECRET: SECRET, QUEEN_UPSTREAMS: `${a.url},${b.url}` },
+    });
+    url = proxy.url;
+    await waitFor(async () => (await http(`${url}/proxy/v1/whoami`, { headers: key(k) })).status === 200, 5000);
+    const afterRestart = (await call(k, 'GET', '/proxy/v1/usage', undefined, 200)).body;
+    assert.equal(afterRestart.messagesIn, 6);
+    assert.equal(afterRestart.messagesOut, 4);
+    assert.equal(afterRestart.bytesIn, before.bytesIn);
+    assert.ok(afterRestart.requests >= before.requests + 1, JSON.stringify({ before, afterRestart }));
+});
+
 test('a broker killed behind the proxy: requests and parked long-polls go to the other', async () => {
     const k = admin.t05;
     //  Two long-polls back to back: round-robin parks one at each broker.

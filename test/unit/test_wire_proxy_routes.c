@@ -69,6 +69,7 @@ test_roles (void **state)
     s_expect ("POST", "/proxy/v1/keys", "A");
     s_expect ("DELETE", "/proxy/v1/keys/abc", "A");
     s_expect ("GET", "/proxy/v1/whoami", "APRWC");
+    s_expect ("GET", "/proxy/v1/usage", "APRWC");
 }
 
 static void
