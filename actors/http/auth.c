@@ -312,7 +312,10 @@ qn_http_auth (qn_codec_t *codec, qn_http_ctx_t *ctx, qn_auth_level_t level)
         return s_refuse (codec, ctx, 401, "Unverifiable tenant");
     if (ctx->assertion)
         return s_assertion (self, codec, ctx, level);
-    if (self->assert_secret && level != QN_AUTH_PUBLIC)
+    //  Behind a proxy, an assertion is required, unless the broker also
+    //  validates JWTs itself (operators: a token without tenant claim is
+    //  the default tenant, the one that reaches cluster-wide routes).
+    if (self->assert_secret && level != QN_AUTH_PUBLIC && !self->enabled)
         return s_refuse (codec, ctx, 401, "Tenant assertion required");
     if (!self->enabled || level == QN_AUTH_PUBLIC || s_skipped (self, &ctx->url))
         return 0;

@@ -8,7 +8,8 @@
 //  named tenant gets 403 on cluster-wide routes; read-only assertions
 //  cannot write; a broker without tenancy behaves as before and refuses an
 //  assertion it cannot verify; a JWT's tenant claim scopes like an
-//  assertion where no proxy is deployed.
+//  assertion where no proxy is deployed, and a JWT without one (an
+//  operator) reaches cluster-wide routes of a broker behind a proxy.
 
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
@@ -41,7 +42,7 @@ before(async () => {
     broker = await startBroker({ env: { TENANT_ASSERTION_SECRET: SECRET } });
     await warmUp(broker.url, as('ops', 'admin'));
     plain = await startBroker();
-    jwtBroker = await startBroker({ db: broker.db, env: { JWT_ENABLED: 'true', JWT_SECRET } });
+    jwtBroker = await startBroker({ db: broker.db, env: { JWT_ENABLED: 'true', JWT_SECRET, TENANT_ASSERTION_SECRET: SECRET } });
 });
 
 after(async () => {
@@ -253,7 +254,7 @@ test('without tenancy configured: today\'s behaviour; assertions and tenant head
     assert.equal(res.status, 200, res.raw);
 });
 
-test('no proxy: the JWT tenant claim scopes the request (same database as the proxied broker)', async () => {
+test('the JWT tenant claim scopes the request (same database as the proxied broker); operators with a JWT', async () => {
     const url = jwtBroker.url;
     const bearer = (claims) => ({ Authorization: `Bearer ${jwt(claims)}` });
     let res = await http(`${url}/api/v1/resources/queues`, { headers: bearer({ tenant: 'alpha', role: 'read-only' }) });
@@ -271,9 +272,15 @@ test('no proxy: the JWT tenant claim scopes the request (same database as the pr
         assert.equal(res.status, 401, `${JSON.stringify(tenant)}: ${res.raw}`);
         assert.equal(res.body.error, 'Token verification failed: invalid claim tenant');
     }
-    //  A JWT broker without the secret cannot verify an assertion.
-    res = await http(`${url}/api/v1/resources/queues`, { headers: as('alpha') });
+    //  With the assertion secret too: assertions work, and a JWT without
+    //  tenant claim (an operator) reaches the cluster-wide routes.
+    res = await http(`${url}/api/v1/resources/queues`, { headers: as('alpha', 'read-only') });
+    assert.deepEqual(res.body.queues.map((q) => q.name), ['orders'], res.raw);
+    res = await http(`${url}/api/v1/resources/queues`);
     assert.equal(res.status, 401, res.raw);
+    assert.equal(res.body.error, 'Authentication required');
+    res = await http(`${url}/api/v1/system/maintenance`, { headers: bearer({ role: 'admin' }) });
+    assert.equal(res.status, 200, res.raw);
     res = await http(`${url}/api/v1/system/maintenance`, { headers: bearer({ tenant: 'alpha', role: 'admin' }) });
     assert.equal(res.status, 403, res.raw);
 });
