@@ -23,6 +23,13 @@
 extern const qn_schema_file_t qn_proxy_schema [];
 extern const int qn_proxy_schema_version;
 
+static void
+s_notice (void *arg, const char *message)
+{
+    (void) arg;
+    qn_debug ("postgresql notice: %s", message);
+}
+
 static PGconn *
 s_connect (const qn_config_t *config)
 {
@@ -31,8 +38,10 @@ s_connect (const qn_config_t *config)
     int64_t deadline = qn_now_ms () + config->db_connection_timeout_ms;
     for (;;) {
         PGconn *conn = PQconnectdbParams (p.keys, p.values, 0);
-        if (PQstatus (conn) == CONNECTION_OK)
+        if (PQstatus (conn) == CONNECTION_OK) {
+            PQsetNoticeProcessor (conn, s_notice, NULL);
             return conn;
+        }
         if (qn_now_ms () >= deadline) {
             char why [512];
             snprintf (why, sizeof why, "%s", PQerrorMessage (conn));
