@@ -159,6 +159,24 @@ test('each role is allowed and refused where it should be', async () => {
     assert.ok(!listed.raw.includes('$argon2id$') && !listed.raw.includes(k.producer.slice(-43)), 'no hash or secret is listed');
 });
 
+test('bad input on the proxy\'s own routes and on forwarded requests: clear 4xx, the proxy carries on', async () => {
+    const k = admin.t09;
+    for (const body of [{ role: 5 }, { label: 'x' }, [], { role: 'admin', label: 7 }, { role: 'admin', label: 'x'.repeat(201) }]) {
+        const res = await call(k, 'POST', '/proxy/v1/keys', body, 400);
+        assert.equal(typeof res.body.error, 'string', res.raw);
+    }
+    let res = await http(`${url}/api/v1/push`, { method: 'POST', headers: { ...key(k), 'Content-Type': 'application/json' }, body: '{"items": [' });
+    assert.equal(res.status, 400, res.raw);
+    assert.match(res.body.error, /Invalid JSON/);
+    res = await call(k, 'POST', '/api/v1/push', { items: [{ payload: 1 }] });
+    assert.equal(res.status, 400, res.raw);
+    res = await http(`${url}/api/v1/resources/queues`, { headers: { ...key(k), 'X-Big': 'x'.repeat(20000) } });
+    assert.equal(res.status, 431, res.raw);
+    res = await http(`${url}/api/v1/resources/queues/%ZZ`, { headers: key(k) });
+    assert.equal(res.status, 400, res.raw);
+    await call(k, 'GET', '/proxy/v1/whoami', undefined, 200);
+});
+
 test('revocation: through the proxy at once, through the sub-command within the refresh', async () => {
     const t = 't03';
     const one = await newKey(t, 'read-only');
