@@ -1398,12 +1398,38 @@ s_on_closed (void *self_, const qn_env_t *env)
     return 0;
 }
 
+//  Stopping: a long-poll waiting at a broker is answered empty now (204,
+//  as a draining broker answers its parked pops) instead of holding the
+//  shutdown; its lease, if the broker was already answering, expires.
+//  Other in-flight requests finish at their brokers.
+static void
+s_collect_pops (void *arg, uint64_t key, void *value)
+{
+    s_req_t *req = value;
+    if (req->is_pop && req->uc)
+        qn_buf_append (arg, &key, sizeof key);
+}
+
 static int
 s_on_drained (void *self_, const qn_env_t *env)
 {
-    (void) self_;
     (void) env;
-    return 0;               //  In-flight requests finish at their brokers
+    self_t *self = self_;
+    qn_buf_t ids = QN_BUF_INIT;
+    qn_hashmap_each (self->reqs, s_collect_pops, &ids);
+    for (size_t i = 0; i < ids.len / sizeof (uint64_t); i++) {
+        uint64_t id;
+        memcpy (&id, ids.data + i * sizeof id, sizeof id);
+        s_req_t *req = qn_hashmap_get (self->reqs, id);
+        s_uconn_close (self, req->uc);
+        req->uc = NULL;
+        qn_buf_t b = QN_BUF_INIT;
+        qn_http_response (&b, 204, NULL, NULL, NULL, 0, false);
+        s_respond_raw (self, req->conn_id, req->seq, false, &b);
+        s_req_free (self, req);
+    }
+    qn_buf_free (&ids);
+    return 0;
 }
 
 // ------------------------------------------------------------------ periodic work
