@@ -32,7 +32,8 @@ FAKE_UNIT_SRC := $(shell grep -l '"test/support/fake_kernel.h"' $(UNIT_SRC) /dev
 FAKE_UNIT_BIN := $(FAKE_UNIT_SRC:test/unit/%.c=$(BUILD)/test/%)
 KERNEL_RUNTIME_OBJ := $(filter-out %/config.o %/envelope.o %/schema.o %/errors.o,$(KERNEL_SRC:%.c=$(BUILD)/obj/%.o)) \
                       $(BUILD)/obj/base/clock.o
-CMD_BINS   := $(BUILD)/queen $(if $(wildcard cmd/queen-verify/main.c),$(BUILD)/queen-verify)
+CMD_BINS   := $(BUILD)/queen $(if $(wildcard cmd/queen-verify/main.c),$(BUILD)/queen-verify) \
+              $(BUILD)/queen-proxy
 # libqueen (issue 18, opscli): the C client library, queenctl on it, and the
 # C test programs test/integration/libqueen.test.mjs runs against a broker.
 CLIENT_SRC := $(sort $(wildcard client/*.c)) base/buf.c wire/json_parse.c wire/json_write.c
@@ -80,6 +81,21 @@ $(BUILD)/obj/schema_sql.o: $(BUILD)/schema_sql.c
 # area is named explicitly by the code that uses it, so a missing file is a
 # link error.
 $(BUILD)/queen: $(BUILD)/obj/cmd/queen/main.o $(LIB_OBJ)
+	$(CC) $(CFLAGS_COMMON) $(CFLAGS) -o $@ $^ $(LDLIBS)
+
+# queen-proxy (docs/tenancy.md): its own schema (schema/proxy/) embedded.
+PROXY_SQL  := $(sort $(wildcard schema/proxy/*.sql))
+PROXY_OBJ  := $(patsubst %.c,$(BUILD)/obj/%.o,$(sort $(wildcard cmd/queen-proxy/*.c))) $(BUILD)/obj/proxy_sql.o
+
+$(BUILD)/proxy_sql.c: $(PROXY_SQL) scripts/embed-proxy-sql.sh
+	@mkdir -p $(dir $@)
+	sh scripts/embed-proxy-sql.sh $@ $(PROXY_SQL)
+
+$(BUILD)/obj/proxy_sql.o: $(BUILD)/proxy_sql.c
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS_COMMON) $(CFLAGS) -c $< -o $@
+
+$(BUILD)/queen-proxy: $(PROXY_OBJ) $(LIB_OBJ)
 	$(CC) $(CFLAGS_COMMON) $(CFLAGS) -o $@ $^ $(LDLIBS)
 
 VERIFY_OBJ := $(patsubst %.c,$(BUILD)/obj/%.o,$(sort $(wildcard cmd/queen-verify/*.c)))

@@ -82,6 +82,11 @@ qn_actor_t *qn_spool_new (qn_kernel_t *kernel, const qn_config_t *config);
 //  Background JWKS fetcher (JWT_JWKS_URL); idle without it.
 qn_actor_t *qn_jwks_new (qn_kernel_t *kernel, const qn_config_t *config);
 
+//  queen-proxy's forwarding actor "proxy" (actors/proxy/proxy.c): the codec
+//  of the HTTP door named `acceptor`; NULL when QUEEN_UPSTREAMS does not
+//  parse or PostgreSQL is unreachable (logged).
+qn_actor_t *qn_proxy_new (qn_kernel_t *kernel, const qn_config_t *config, const char *acceptor);
+
 //  libpq connection keywords/values for config (static storage inside
 //  `store`); used by pg_writer and by main's boot connection.
 typedef struct {

@@ -73,6 +73,12 @@ static const s_setting_t s_settings [] = {
     { "JWT_ROLE_READ_WRITE", S_STR, F (jwt_role_read_write), "read-write", 0, 0, "role value granting read-write" },
     { "JWT_ROLE_READ_ONLY", S_STR, F (jwt_role_read_only), "read-only", 0, 0, "role value granting read-only" },
     { "JWT_SKIP_PATHS", S_STR, F (jwt_skip_paths), "/health,/metrics/prometheus,/metrics,/", 0, 0, "paths that skip auth; an entry ending in / (other than /) is a prefix" },
+    //  tenancy (issue 12): the tenant of a request (docs/tenancy.md)
+    { "TENANT_ASSERTION_SECRET", S_SECRET, F (tenant_assertion_secret), "", 0, 0, "secret shared with queen-proxy (at least 32 bytes): when set, API routes need a tenant assertion signed with it" },
+    { "TENANT_ASSERTION_MAX_AGE", S_INT, F (tenant_assertion_max_age_s), "60", 1, 3600, "a tenant assertion's timestamp must be this close to now, seconds" },
+    { "JWT_TENANT_CLAIM", S_STR, F (jwt_tenant_claim), "tenant", 0, 0, "JWT claim naming the tenant (no proxy; absent: the default tenant)" },
+    { "PROXY_USAGE_FLUSH_MS", S_INT, F (proxy_usage_flush_ms), "10000", 100, 3600000, "queen-proxy only: usage metering is written to PostgreSQL this often (and at shutdown), ms" },
+    { "QUEEN_UPSTREAMS", S_STR, F (queen_upstreams), "http://127.0.0.1:6632", 0, 0, "queen-proxy only: comma-separated broker base URLs (http://host:port)" },
     { NULL, 0, 0, NULL, 0, 0, NULL }
 };
 
@@ -200,6 +206,10 @@ qn_config_load_from (qn_config_t *c, const char *(*get) (const char *), char *er
     qn_crypto_keys_destroy (&ring);
     if (krc)
         return -1;
+    if (c->tenant_assertion_secret [0] && strlen (c->tenant_assertion_secret) < 32) {
+        snprintf (err, err_len, "TENANT_ASSERTION_SECRET: use at least 32 bytes");
+        return -1;
+    }
     return s_check_jwt (c, err, err_len);
 }
 
@@ -207,6 +217,20 @@ int
 qn_config_load (qn_config_t *c, char *err, size_t err_len)
 {
     return qn_config_load_from (c, s_getenv, err, err_len);
+}
+
+//  queen-proxy: the same table, PORT defaulting to 6630.
+static const char *
+s_getenv_proxy (const char *name)
+{
+    const char *v = getenv (name);
+    return !v && !strcmp (name, "PORT") ? "6630" : v;
+}
+
+int
+qn_config_load_proxy (qn_config_t *c, char *err, size_t err_len)
+{
+    return qn_config_load_from (c, s_getenv_proxy, err, err_len);
 }
 
 void
@@ -228,6 +252,33 @@ qn_config_help (FILE *out)
     for (const s_setting_t *s = s_settings; s->name; s++)
         fprintf (out, "  %-26s %s (default: %s)\n", s->name, s->help,
                  s->kind == S_SECRET && s->dflt [0] ? "set" : (s->dflt [0] ? s->dflt : "unset"));
+}
+
+void
+qn_config_help_proxy (FILE *out)
+{
+    static const char *const names [] = {
+        "PORT", "HOST", "QUEEN_UPSTREAMS", "TENANT_ASSERTION_SECRET", "PROXY_USAGE_FLUSH_MS", "PG_HOST", "PG_PORT", "PG_USER",
+        "PG_PASSWORD", "PG_DB", "DB_CONNECTION_TIMEOUT", "MAX_CONNECTIONS", "MAX_BODY_BYTES",
+        "MAX_HEADER_BYTES", "IDLE_TIMEOUT_MS", "REQUEST_TIMEOUT_MS", "SHUTDOWN_TIMEOUT_MS",
+        "ACTOR_QUEUE_HWM", "LOG_LEVEL", NULL
+    };
+    fprintf (out, "usage: queen-proxy [--help]\n"
+                  "       queen-proxy create-tenant NAME    create a tenant and print its first admin key\n"
+                  "       queen-proxy create-key TENANT ROLE [LABEL]   print a new key (admin, read-write,\n"
+                  "                                         read-only, producer, consumer)\n"
+                  "       queen-proxy revoke-key TENANT ID\n"
+                  "       queen-proxy set-limits TENANT REQ_PER_S MSG_PER_S MAX_BODY_BYTES MAX_BATCH\n"
+                  "                                         plan limits (- for unlimited)\n\n"
+                  "queen-proxy is configured with environment variables:\n\n");
+    for (int i = 0; names [i]; i++)
+        for (const s_setting_t *s = s_settings; s->name; s++)
+            if (!strcmp (s->name, names [i])) {
+                const char *d = !strcmp (s->name, "PORT") ? "6630" : s->dflt;
+                fprintf (out, "  %-26s %s (default: %s)\n", s->name,
+                         !strcmp (s->name, "PORT") ? "HTTP listening port" : s->help,
+                         s->kind == S_SECRET && d [0] ? "set" : (d [0] ? d : "unset"));
+            }
 }
 
 void

@@ -63,6 +63,12 @@ typedef struct {
     char *jwt_role_read_write;
     char *jwt_role_read_only;
     char *jwt_skip_paths;       //  Comma-separated; "/x/" is a prefix
+    //  Tenancy (issue 12)
+    char *tenant_assertion_secret;  //  Shared with queen-proxy; "" = no proxy
+    int64_t tenant_assertion_max_age_s;
+    char *jwt_tenant_claim;     //  JWT claim naming the tenant
+    char *queen_upstreams;      //  queen-proxy: comma-separated broker URLs
+    int64_t proxy_usage_flush_ms;
     bool embedded;              //  Not a setting: PG_HOST was unset
 } qn_config_t;
 
@@ -72,9 +78,13 @@ int qn_config_load (qn_config_t *config, char *err, size_t err_len);
 //  Same, from a custom lookup (tests): get(name) returns NULL when unset.
 int qn_config_load_from (qn_config_t *config, const char *(*get) (const char *name),
                          char *err, size_t err_len);
+//  queen-proxy's settings: the same table with PORT defaulting to 6630.
+int qn_config_load_proxy (qn_config_t *config, char *err, size_t err_len);
 void qn_config_free (qn_config_t *config);
 //  Prints every setting with its default and help, as `queen --help` does.
 void qn_config_help (FILE *out);
+//  queen-proxy --help: the settings the proxy reads.
+void qn_config_help_proxy (FILE *out);
 //  Prints the settings as a Markdown table (README).
 void qn_config_markdown (FILE *out);
 

@@ -25,6 +25,7 @@
 #include "wire/msg_http.h"
 #include "wire/msg_maint.h"
 #include "wire/route.h"
+#include "wire/tenant_assert.h"
 
 #include <stdarg.h>
 #include <stdlib.h>
@@ -81,6 +82,7 @@ s_ctx_free (qn_codec_t *codec, qn_http_ctx_t *ctx)
     free (ctx->body);
     free (ctx->authorization);
     free (ctx->tenant);
+    free (ctx->assertion);
     free (ctx->subject);
     free (ctx);
 }
@@ -626,6 +628,16 @@ s_on_request (void *self_, const qn_env_t *env)
             free (ctx->authorization);
             ctx->authorization = qn_strndup (h.value, h.value_len);
         }
+        else
+        if (h.name_len == sizeof QN_TASSERT_HEADER - 1
+        &&  !strncasecmp (h.name, QN_TASSERT_HEADER, h.name_len)) {
+            free (ctx->assertion);          //  Two of them: the last is checked
+            ctx->assertion = qn_strndup (h.value, h.value_len);
+        }
+        else
+        if (h.name_len == sizeof QN_TENANT_HEADER - 1
+        &&  !strncasecmp (h.name, QN_TENANT_HEADER, h.name_len))
+            ctx->tenant_header = true;
     }
     const char *body = env->frame_count ? env->frames [0].ptr : "";
     ctx->body_len = env->frame_count ? env->frames [0].len : 0;
@@ -770,6 +782,7 @@ s_free_ctx (void *arg, uint64_t key, void *value)
     free (ctx->body);
     free (ctx->authorization);
     free (ctx->tenant);
+    free (ctx->assertion);
     free (ctx->subject);
     free (ctx);
 }

@@ -42,7 +42,9 @@ struct qn_http_ctx {
     char *body;                 //  Owned request body (NUL-terminated)
     size_t body_len;
     char *authorization;        //  Owned, or NULL
-    char *tenant;               //  Owned; "" until multi-tenancy
+    char *tenant;               //  Owned; "" (the default tenant) unless auth verified one
+    char *assertion;            //  Owned: X-Queen-Assertion (the proxy's), or NULL
+    bool tenant_header;         //  The request carried a raw X-Queen-Tenant header
     char *subject;              //  Owned: verified JWT `sub` (producer identity), or NULL
     const char *params [QN_HTTP_MAX_PARAMS];    //  Path parameters (decoded)
     size_t param_len [QN_HTTP_MAX_PARAMS];

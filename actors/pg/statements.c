@@ -27,8 +27,8 @@ static const qn_sql_stmt_t s_stmts [QN_SQL_COUNT_] = {
         { T, TA, QN_OID_INT8_ARR, TA, QN_OID_INT8_ARR, TA, QN_OID_UUID_ARR, TA },
         .wake_queue_col = 4, .wake_ok_col = 2 },     //  queue_name of successful acks
     [QN_SQL_RENEW] = { "renew",
-        "SELECT status, expires_at FROM queen.renew ($1, $2)", 2,
-        { QN_OID_UUID, QN_OID_INT4 } },
+        "SELECT status, expires_at FROM queen.renew ($1, $2, $3)", 3,
+        { QN_OID_UUID, QN_OID_INT4, T } },         //  tenant last (tenancy)
     [QN_SQL_CONFIGURE] = { "configure",
         "SELECT queue_id, partition_id, options::text FROM queen.configure ($1, $2, $3, $4, $5::text::jsonb)", 5,
         { T, T, T, T, T } },
