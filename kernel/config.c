@@ -73,6 +73,12 @@ static const s_setting_t s_settings [] = {
     { "JWT_ROLE_READ_WRITE", S_STR, F (jwt_role_read_write), "read-write", 0, 0, "role value granting read-write" },
     { "JWT_ROLE_READ_ONLY", S_STR, F (jwt_role_read_only), "read-only", 0, 0, "role value granting read-only" },
     { "JWT_SKIP_PATHS", S_STR, F (jwt_skip_paths), "/health,/metrics/prometheus,/metrics,/", 0, 0, "paths that skip auth; an entry ending in / (other than /) is a prefix" },
+    //  mesh (issue 13, docs/mesh.md)
+    { "MESH_PORT", S_INT, F (mesh_port), "6634", 0, 65535, "mesh port between replicas of a cell (ZeroMQ + CURVE); 0 = off" },
+    { "MESH_ADVERTISED_HOST", S_STR, F (mesh_advertised_host), "127.0.0.1", 0, 0, "the address peers dial to reach this broker's mesh port" },
+    { "MESH_SECRET", S_SECRET, F (mesh_secret), "", 0, 0, "cell secret the CURVE keys are derived from, or file:/path holding it; unset = mesh off" },
+    { "QUEEN_PEERS", S_STR, F (queen_peers), "", 0, 0, "static mesh peers host:port,... added to those registered in PostgreSQL" },
+    { "MESH_HEARTBEAT_MS", S_INT, F (mesh_heartbeat_ms), "1000", 100, 60000, "mesh heartbeat period, ms; a peer silent for 5 periods is dropped" },
     { NULL, 0, 0, NULL, 0, 0, NULL }
 };
 

@@ -63,6 +63,12 @@ typedef struct {
     char *jwt_role_read_write;
     char *jwt_role_read_only;
     char *jwt_skip_paths;       //  Comma-separated; "/x/" is a prefix
+    //  mesh (issue 13): replicas of a cell exchange latency hints
+    int64_t mesh_port;          //  0 = off
+    char *mesh_advertised_host;
+    char *mesh_secret;          //  Cell secret, or "file:/path" holding it
+    char *queen_peers;          //  Comma-separated static host:port
+    int64_t mesh_heartbeat_ms;
     bool embedded;              //  Not a setting: PG_HOST was unset
 } qn_config_t;
 
