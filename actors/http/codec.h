@@ -147,6 +147,11 @@ typedef struct qn_http_seal qn_http_seal_t;
 qn_http_seal_t *qn_codec_seal (qn_codec_t *codec);
 qn_http_seal_t *qn_http_seal_new (const qn_config_t *config);
 void qn_http_seal_destroy (qn_http_seal_t **self_p);
+//  The mesh says a queue's settings changed on another broker (or, with
+//  queue NULL, that every cached setting may be stale): forget them, so
+//  the next push asks the database again.
+void qn_http_seal_forget (qn_codec_t *codec, const char *tenant, size_t tenant_len,
+                          const char *queue, size_t queue_len);
 
 //  Route tables of the actors/http/<area>.c files, NULL-method terminated.
 //  The codec lists every area in one table (codec.c s_areas): a missing
