@@ -50,7 +50,8 @@
 #define QN_MESH_MAX_STR     1024    //  Bytes of a name in a frame
 #define QN_MESH_MAX_PARTS   16      //  Partitions named in one COMMITTED hint
 #define QN_MESH_MAX_HINTS   1024    //  Hints in one frame
-#define QN_MESH_MAX_FRAME   65536   //  Bytes of one HINTS frame the coalescer builds
+#define QN_MESH_MAX_FRAME   5800    //  Bytes of one HINTS frame the coalescer builds
+                                    //  (base64 of it fits a NOTIFY payload)
 
 typedef struct {
     const char *ptr;

@@ -13,6 +13,14 @@
     handler on inproc://zeromq.zap.01 admits only the cell's client key,
     and a socket monitor counts refused handshakes. No secret: mesh off.
 
+    Fallback: with MESH_SECRET set, a dedicated libpq connection LISTENs on
+    channel queen_mesh. When the mesh cannot carry a hint to every live
+    member (MESH_PORT 0 here, a member without a mesh port, a listed peer
+    not up), each flushed frame is also sent as NOTIFY (queen.mesh_notify
+    through pg_writer), authenticated with a MAC derived from the secret
+    (wire/mesh_keys.h). Costs a database round trip per flush; the mesh
+    costs none.
+
     Membership: every heartbeat it calls queen.mesh_beat (pg_reader) with
     its address (MESH_ADVERTISED_HOST:MESH_PORT, also its id in frames) and
     connects to the other members beaten within 5 heartbeats, dropping the
@@ -46,9 +54,11 @@
 #include "wire/msg_mesh.h"
 
 #include <errno.h>
+#include <libpq-fe.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include <zmq.h>
 
 #define S_EXPIRY_BEATS  5       //  A peer silent this many heartbeats is down
@@ -69,10 +79,13 @@ typedef struct {
     uint64_t reconnects;
 } s_peer_t;
 
+typedef enum { L_OFF, L_CONNECTING, L_LISTENING } s_lstate_t;
+
 typedef struct {
     qn_kernel_t *kernel;        //  Not owned
     const qn_config_t *config;  //  Not owned
-    bool on;
+    bool cell;                  //  MESH_SECRET set: membership and the fallback run
+    bool on;                    //  The mesh sockets are open
     char off_reason [128];
     char id [300];              //  MESH_ADVERTISED_HOST:MESH_PORT
     uint64_t epoch;
@@ -93,9 +106,19 @@ typedef struct {
     //  Hint counts (also counters mesh_*)
     uint64_t hints_sent, hints_received, frames_sent, frames_received, frames_bad;
     uint64_t hints_dropped, refused, stale_marks;
+    //  LISTEN/NOTIFY fallback
+    PGconn *lconn;              //  Owned: the dedicated LISTEN connection
+    int lfd;
+    s_lstate_t lstate;
+    bool fallback;              //  Some live member is not reachable over the mesh
+    msgpack_sbuffer ncall;      //  Reusable PG_EXEC buffer of notifies
+    qn_pg_args_t nargs;
+    uint32_t notify_in_flight;
+    uint64_t notify_sent, notify_received, notify_refused;
 } self_t;
 
 static void s_drain_all (self_t *self);
+static void s_listen_start (self_t *self);
 
 static qn_mesh_hint_t s_hints [QN_MESH_MAX_HINTS];
 static qn_mesh_str_t s_parts [QN_MESH_MAX_HINTS * QN_MESH_MAX_PARTS];
@@ -139,7 +162,7 @@ static s_peer_t *
 s_peer_add (self_t *self, const char *address, size_t len, bool is_static)
 {
     s_peer_t *p = s_peer_find (self, address, len);
-    if (p || self->peer_count == S_MAX_PEERS)
+    if (p || self->peer_count == S_MAX_PEERS || !self->pub)
         return p;
     if ((len == strlen (self->id) && !memcmp (address, self->id, len)) || !memchr (address, ':', len))
         return NULL;
@@ -180,10 +203,42 @@ s_peer_up (const self_t *self, const s_peer_t *p, int64_t now)
 
 // ------------------------------------------------------------------ sending
 static void
-s_send_frame (void *arg, const qn_buf_t *frame)
+s_on_notified (void *self_, void *arg, const qn_env_t *env)
 {
-    self_t *self = arg;
-    if (!self->peer_count)
+    (void) arg;
+    (void) env;
+    self_t *self = self_;
+    self->notify_in_flight--;
+}
+
+//  The frame as NOTIFY, for members the mesh does not reach.
+static void
+s_notify (self_t *self, const qn_buf_t *frame)
+{
+    static char text [8192];
+    size_t len;
+    if (self->notify_in_flight >= 64
+    ||  qn_mesh_notify_encode (&self->keys, frame->data, frame->len, 7999, text, sizeof text, &len)) {
+        qn_count (self->kernel, "mesh_notify_dropped", 1);
+        return;
+    }
+    qn_pg_args_clear (&self->nargs);
+    qn_pg_args_str (&self->nargs, text, len);
+    if (qn_pg_call (self->kernel, "pg_writer", &self->ncall, QN_SQL_MESH_NOTIFY, NULL, &self->nargs,
+                    5000, s_on_notified, NULL) == 0) {
+        self->notify_in_flight++;
+        self->notify_sent++;
+        qn_count (self->kernel, "mesh_notify_sent", 1);
+    }
+}
+
+//  HELLO frames go over the mesh only; hints also as NOTIFY when needed.
+static void
+s_send (self_t *self, const qn_buf_t *frame, bool hints)
+{
+    if (hints && self->fallback)
+        s_notify (self, frame);
+    if (!self->on || !self->peer_count)
         return;
     if (zmq_send (self->pub, frame->data, frame->len, ZMQ_DONTWAIT) < 0) {
         self->hints_dropped++;
@@ -195,6 +250,12 @@ s_send_frame (void *arg, const qn_buf_t *frame)
 }
 
 static void
+s_send_frame (void *arg, const qn_buf_t *frame)
+{
+    s_send (arg, frame, true);
+}
+
+static void
 s_flush (void *self_, void *arg)
 {
     (void) arg;
@@ -203,7 +264,7 @@ s_flush (void *self_, void *arg)
     size_t n = qn_mesh_coalesce_count (self->out);
     if (!n)
         return;
-    if (self->peer_count) {
+    if (self->peer_count || self->fallback) {
         self->hints_sent += n;
         qn_count (self->kernel, "mesh_hints_sent", (int64_t) n);
     }
@@ -231,7 +292,7 @@ s_on_committed (void *self_, const qn_env_t *env)
 {
     self_t *self = self_;
     qn_msg_committed_t m;
-    if (!self->on || s_from_me (env) || qn_msg_committed_decode (env->body.ptr, env->body.len, &m))
+    if (!self->cell || s_from_me (env) || qn_msg_committed_decode (env->body.ptr, env->body.len, &m))
         return 0;
     qn_mesh_hint_t h = {
         .type = QN_MESH_H_COMMITTED,
@@ -246,7 +307,7 @@ s_on_qconf (void *self_, const qn_env_t *env)
 {
     self_t *self = self_;
     qn_msg_mesh_qconf_t m;
-    if (!self->on || s_from_me (env) || qn_msg_mesh_qconf_decode (env->body.ptr, env->body.len, &m))
+    if (!self->cell || s_from_me (env) || qn_msg_mesh_qconf_decode (env->body.ptr, env->body.len, &m))
         return 0;
     qn_mesh_hint_t h = {
         .type = QN_MESH_H_QCONF,
@@ -261,7 +322,7 @@ s_on_maintenance (void *self_, const qn_env_t *env)
 {
     self_t *self = self_;
     qn_msg_maint_state_t m;
-    if (!self->on || qn_msg_maint_state_decode (env->body.ptr, env->body.len, &m) || m.sqlstate [0])
+    if (!self->cell || qn_msg_maint_state_decode (env->body.ptr, env->body.len, &m) || m.sqlstate [0])
         return 0;
     //  pg_writer repeats its flags every 2 s: only a change is a hint.
     bool changed = self->maint_known && (m.push != self->maint_push || m.pop != self->maint_pop);
@@ -340,6 +401,8 @@ s_on_frame (self_t *self, const char *data, size_t len)
         qn_count (self->kernel, "mesh_frames_malformed", 1);
         return;
     }
+    if (f.sender.len == strlen (self->id) && !memcmp (f.sender.ptr, self->id, f.sender.len))
+        return;                 //  Our own NOTIFY, echoed by PostgreSQL
     self->frames_received++;
     qn_count (self->kernel, "mesh_frames_received", 1);
     int64_t now = qn_now_ms ();
@@ -499,16 +562,31 @@ s_on_beat (void *self_, void *arg, const qn_env_t *env)
     }
     for (size_t i = 0; i < self->peer_count; i++)
         self->peers [i].listed = false;
+    bool fallback = false;
+    int64_t now = qn_now_ms ();
     for (uint32_t r = 0; r < res.row_count; r++) {
         const msgpack_object *a = qn_pg_result_col (&res, r, 0);
         if (!a || a->type != MSGPACK_OBJECT_STR || a->via.str.size > 255)
             continue;
+        //  A member without a mesh port (or ours is closed): only NOTIFY
+        //  reaches it.
+        if (!self->on || !memchr (a->via.str.ptr, ':', a->via.str.size)) {
+            fallback = true;
+            continue;
+        }
         s_peer_t *p = s_peer_find (self, a->via.str.ptr, a->via.str.size);
         if (!p)
             p = s_peer_add (self, a->via.str.ptr, a->via.str.size, false);
         if (p)
             p->listed = true;
+        if (!p || !s_peer_up (self, p, now))
+            fallback = true;
     }
+    if (fallback != self->fallback)
+        qn_info ("mesh: LISTEN/NOTIFY fallback %s", fallback ? "on: a member is not reachable over the mesh"
+                                                             : "off: the mesh reaches every member");
+    self->fallback = fallback;
+    qn_gauge_set (self->kernel, "mesh_fallback", fallback);
     self->db_listed = true;
     //  A member whose heartbeat expired in PostgreSQL is dropped.
     for (size_t i = self->peer_count; i-- > 0;)
@@ -531,6 +609,123 @@ s_beat (self_t *self)
         self->beat_in_flight = true;
 }
 
+// ------------------------------------------------------------------ LISTEN connection
+static void s_on_listen_fd (void *self_, int fd, uint32_t events);
+
+static void
+s_listen_reset (self_t *self, const char *why)
+{
+    if (self->lfd > 0)
+        qn_fd_unwatch (self->kernel, self->lfd);
+    self->lfd = 0;
+    if (self->lconn) {
+        if (self->lstate == L_LISTENING)
+            qn_warn ("mesh: LISTEN connection lost (retried every heartbeat): %s", why);
+        PQfinish (self->lconn);
+        self->lconn = NULL;
+    }
+    self->lstate = L_OFF;
+}
+
+static void
+s_listen_watch (self_t *self, uint32_t events)
+{
+    int fd = PQsocket (self->lconn);
+    if (fd < 0)
+        return;
+    if (fd == self->lfd && qn_fd_modify (self->kernel, fd, events) == 0)
+        return;
+    if (self->lfd > 0 && self->lfd != fd)
+        qn_fd_unwatch (self->kernel, self->lfd);
+    self->lfd = fd;
+    if (qn_fd_watch (self->kernel, fd, events, s_on_listen_fd))
+        qn_fd_modify (self->kernel, fd, events);
+}
+
+static void
+s_listen_poll (self_t *self)
+{
+    PostgresPollingStatusType st = PQconnectPoll (self->lconn);
+    if (st == PGRES_POLLING_FAILED) {
+        qn_debug ("mesh: LISTEN connection failed: %s", PQerrorMessage (self->lconn));
+        s_listen_reset (self, "connect failed");
+        return;
+    }
+    if (st != PGRES_POLLING_OK) {
+        s_listen_watch (self, st == PGRES_POLLING_WRITING ? QN_FD_OUT : QN_FD_IN);
+        return;
+    }
+    PQsetnonblocking (self->lconn, 1);
+    if (!PQsendQuery (self->lconn, "LISTEN queen_mesh")) {
+        s_listen_reset (self, PQerrorMessage (self->lconn));
+        return;
+    }
+    self->lstate = L_LISTENING;
+    s_listen_watch (self, PQflush (self->lconn) == 1 ? QN_FD_IN | QN_FD_OUT : QN_FD_IN);
+    qn_info ("mesh: listening for hints on PostgreSQL channel queen_mesh");
+}
+
+static void
+s_listen_start (self_t *self)
+{
+    qn_pg_params_t p;
+    qn_pg_params (self->config, &p, 5);
+    self->lconn = PQconnectStartParams (p.keys, p.values, 0);
+    if (!self->lconn || PQstatus (self->lconn) == CONNECTION_BAD) {
+        s_listen_reset (self, "cannot start a connection");
+        return;
+    }
+    self->lstate = L_CONNECTING;
+    s_listen_poll (self);
+}
+
+static void
+s_on_notify (self_t *self, const char *text)
+{
+    static char frame [8192];
+    size_t len;
+    if (qn_mesh_notify_decode (&self->keys, text, strlen (text), frame, sizeof frame, &len)) {
+        self->notify_refused++;
+        qn_count (self->kernel, "mesh_notify_refused", 1);
+        return;
+    }
+    self->notify_received++;
+    qn_count (self->kernel, "mesh_notify_received", 1);
+    s_on_frame (self, frame, len);
+}
+
+static void
+s_on_listen_fd (void *self_, int fd, uint32_t events)
+{
+    (void) fd;
+    self_t *self = self_;
+    if (self->lstate == L_CONNECTING) {
+        s_listen_poll (self);
+        return;
+    }
+    if (self->lstate != L_LISTENING)
+        return;
+    if (events & QN_FD_OUT)
+        qn_fd_modify (self->kernel, self->lfd, PQflush (self->lconn) == 1 ? QN_FD_IN | QN_FD_OUT : QN_FD_IN);
+    if (!PQconsumeInput (self->lconn)) {
+        s_listen_reset (self, PQerrorMessage (self->lconn));
+        return;
+    }
+    while (!PQisBusy (self->lconn)) {
+        PGresult *res = PQgetResult (self->lconn);
+        if (!res)
+            break;
+        PQclear (res);
+    }
+    PGnotify *n;
+    while ((n = PQnotifies (self->lconn))) {
+        s_on_notify (self, n->extra);
+        PQfreemem (n);
+    }
+    if (PQstatus (self->lconn) == CONNECTION_BAD)
+        s_listen_reset (self, "connection closed");
+}
+
 // ------------------------------------------------------------------ status
 static void
 s_status (self_t *self, int64_t now)
@@ -540,12 +735,13 @@ s_status (self_t *self, int64_t now)
     qn_jw_init (&w, &b);
     qn_jw_obj (&w);
     qn_jw_kbool (&w, "enabled", self->on);
+    qn_jw_kbool (&w, "cell", self->cell);
     if (!self->on)
         qn_jw_kstr (&w, "reason", self->off_reason);
-    else {
+    if (self->cell)
         qn_jw_kstr (&w, "id", self->id);
+    if (self->on)
         qn_jw_kint (&w, "port", self->config->mesh_port);
-    }
     int64_t up = 0;
     qn_jw_key (&w, "peers");
     qn_jw_arr (&w);
@@ -573,6 +769,15 @@ s_status (self_t *self, int64_t now)
     qn_jw_kint (&w, "framesDropped", (int64_t) self->hints_dropped);
     qn_jw_kint (&w, "framesMalformed", (int64_t) self->frames_bad);
     qn_jw_kint (&w, "coalesced", (int64_t) qn_mesh_coalesce_merged (self->out));
+    qn_jw_obj_end (&w);
+    qn_jw_key (&w, "fallback");
+    qn_jw_obj (&w);
+    qn_jw_kbool (&w, "active", self->fallback);
+    qn_jw_kstr (&w, "listen", self->lstate == L_LISTENING ? "listening"
+                            : self->lstate == L_CONNECTING ? "connecting" : "off");
+    qn_jw_kint (&w, "notifySent", (int64_t) self->notify_sent);
+    qn_jw_kint (&w, "notifyReceived", (int64_t) self->notify_received);
+    qn_jw_kint (&w, "notifyRefused", (int64_t) self->notify_refused);
     qn_jw_obj_end (&w);
     qn_jw_kint (&w, "refused", (int64_t) self->refused);
     qn_jw_kint (&w, "staleMarks", (int64_t) self->stale_marks);
@@ -602,9 +807,13 @@ s_tick (void *self_, void *arg)
         s_drain_all (self);
         qn_buf_t b = QN_BUF_INIT;
         qn_mesh_encode_hello (&b, self->id, strlen (self->id), self->epoch, ++self->hello_seq);
-        s_send_frame (self, &b);
+        s_send (self, &b, false);
         qn_buf_free (&b);
+    }
+    if (self->cell) {
         s_beat (self);
+        if (self->lstate == L_OFF)
+            s_listen_start (self);
     }
     s_status (self, now);
 }
@@ -657,10 +866,6 @@ static bool
 s_open (self_t *self)
 {
     const qn_config_t *c = self->config;
-    if (!c->mesh_port) {
-        snprintf (self->off_reason, sizeof self->off_reason, "MESH_PORT is 0");
-        return false;
-    }
     char secret [1024];
     if (!c->mesh_secret [0]) {
         snprintf (self->off_reason, sizeof self->off_reason, "MESH_SECRET is unset");
@@ -672,6 +877,14 @@ s_open (self_t *self)
     memset (secret, 0, sizeof secret);
     if (rc) {
         snprintf (self->off_reason, sizeof self->off_reason, "MESH_SECRET is shorter than 16 bytes");
+        return false;
+    }
+    //  From here on the broker is a member of the cell: membership and the
+    //  LISTEN/NOTIFY fallback run even without a mesh port.
+    self->cell = true;
+    if (!c->mesh_port) {
+        snprintf (self->id, sizeof self->id, "notify-%s-%d", c->mesh_advertised_host, (int) getpid ());
+        snprintf (self->off_reason, sizeof self->off_reason, "MESH_PORT is 0 (hints over LISTEN/NOTIFY)");
         return false;
     }
     if (!zmq_has ("curve")) {
@@ -770,10 +983,11 @@ s_on_start (void *self_, const qn_env_t *env)
     self->on = s_open (self);
     if (!self->on)
         s_close (self);
-    else {
+    if (self->cell) {
         qn_subscribe (self->kernel, "committed");
         qn_subscribe (self->kernel, "qconf");
         qn_subscribe (self->kernel, "maintenance");
+        s_listen_start (self);
     }
     qn_timer_add (self->kernel, 10, (uint32_t) self->config->mesh_heartbeat_ms, s_tick, NULL);
     return 0;
@@ -785,7 +999,8 @@ s_on_stop (void *self_, const qn_env_t *env)
     (void) env;
     self_t *self = self_;
     s_close (self);
-    self->on = false;
+    s_listen_reset (self, "stopping");
+    self->on = self->cell = false;
     return QN_DONE;
 }
 
@@ -794,6 +1009,8 @@ s_destroy (void **self_p)
 {
     self_t *self = *self_p;
     s_close (self);
+    if (self->lconn)
+        PQfinish (self->lconn);
     for (size_t i = 0; i < self->peer_count; i++) {
         free (self->peers [i].address);
         free (self->peers [i].endpoint);
@@ -801,6 +1018,8 @@ s_destroy (void **self_p)
     qn_mesh_coalesce_destroy (&self->out);
     msgpack_sbuffer_destroy (&self->call);
     qn_pg_args_free (&self->args);
+    msgpack_sbuffer_destroy (&self->ncall);
+    qn_pg_args_free (&self->nargs);
     memset (&self->keys, 0, sizeof self->keys);
     free (self);
     *self_p = NULL;
@@ -825,6 +1044,8 @@ qn_mesh_new (qn_kernel_t *kernel, const qn_config_t *config)
     self->out = qn_mesh_coalesce_new ();
     msgpack_sbuffer_init (&self->call);
     qn_pg_args_init (&self->args);
+    msgpack_sbuffer_init (&self->ncall);
+    qn_pg_args_init (&self->nargs);
     qn_actor_def_t def = {
         .name = "mesh", .routes = s_routes, .self = self, .destroy = s_destroy
     };

@@ -105,6 +105,7 @@ static const qn_sql_stmt_t s_stmts [QN_SQL_COUNT_] = {
     [QN_SQL_MESH_BEAT] = { "mesh_beat",
         "SELECT address, epoch, age_ms FROM queen.mesh_beat ($1, $2, $3)", 3,
         { T, QN_OID_INT8, QN_OID_INT4 } },
+    [QN_SQL_MESH_NOTIFY] = { "mesh_notify", "SELECT queen.mesh_notify ($1)", 1, { T } },
 };
 
 const qn_sql_stmt_t *

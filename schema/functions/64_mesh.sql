@@ -25,3 +25,10 @@ BEGIN
      ORDER BY m.address;
 END;
 $$;
+
+-- The LISTEN/NOTIFY fallback (docs/mesh.md): one authenticated hints frame
+-- as text on channel queen_mesh, to every broker of the cell that listens.
+CREATE FUNCTION queen.mesh_notify(p_payload text) RETURNS void
+LANGUAGE sql AS $$
+  SELECT pg_notify('queen_mesh', p_payload);
+$$;

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "wire/mesh.h"
+#include "wire/mesh_keys.h"
 
 static qn_mesh_hint_t s_hints [QN_MESH_MAX_HINTS];
 static qn_mesh_str_t s_parts [QN_MESH_MAX_HINTS * QN_MESH_MAX_PARTS];
@@ -25,6 +26,15 @@ s_on_frame (void *arg, const qn_buf_t *frame)
 int
 LLVMFuzzerTestOneInput (const uint8_t *data, size_t size)
 {
+    //  The LISTEN/NOTIFY text form (payloads come from the database).
+    static qn_mesh_keys_t keys;
+    if (!keys.notify_mac [0])
+        qn_mesh_keys_derive ("fuzz-cell-secret-0123", 21, &keys);
+    static char frame [8192];
+    size_t frame_len;
+    if (qn_mesh_notify_decode (&keys, (const char *) data, size, frame, sizeof frame, &frame_len) == 0
+    &&  frame_len > sizeof frame)
+        abort ();
     qn_mesh_frame_t f;
     if (qn_mesh_decode ((const char *) data, size, &f, s_hints, QN_MESH_MAX_HINTS, s_parts,
                         QN_MESH_MAX_HINTS * QN_MESH_MAX_PARTS))

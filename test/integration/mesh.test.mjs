@@ -201,3 +201,42 @@ test('a SIGKILLed broker is dropped after its heartbeat; the others keep serving
     const took = await wakeAcross(A, B, 'mesh-wake', { after: 'kill' });
     assert.ok(took < WAKE_BOUND_MS, `woken ${took} ms after the push`);
 });
+
+//  The mesh port closed (MESH_PORT=0) on both brokers of a cell: the hints
+//  travel as authenticated NOTIFY payloads on a dedicated LISTEN
+//  connection, so a push on one still wakes a long-poll on the other well
+//  before the safety net; a member of another cell (another secret) on the
+//  same database is not heard.
+test('mesh port closed: LISTEN/NOTIFY carries the wake-ups', async () => {
+    const ndb = await createDatabase('meshnotify');
+    const env = { MESH_PORT: '0', MESH_SECRET: SECRET, MESH_HEARTBEAT_MS: String(BEAT_MS) };
+    const E = await startBroker({ db: ndb, env });
+    const F = await startBroker({ db: ndb, env });
+    const G = await startBroker({ db: ndb, env: { ...env, MESH_SECRET: 'another-cell-secret-9876543210' } });
+    brokers.E = E;
+    brokers.F = F;
+    brokers.G = G;
+    for (const b of [E, F]) {
+        await waitFor(async () => {
+            const m = await mesh(b);
+            return m.enabled === false && m.cell === true && m.fallback.active && m.fallback.listen === 'listening';
+        }, 15000, 100);
+    }
+    await configureQueue(E.url, 'mesh-notify');
+    const took = [];
+    for (let i = 0; i < 3; i++)
+        took.push(await wakeAcross(E, F, 'mesh-notify', { i }));
+    took.push(await wakeAcross(F, E, 'mesh-notify', { back: 1 }));
+    for (const ms of took)
+        assert.ok(ms < WAKE_BOUND_MS, `woken ${ms} ms after the push (all: ${took.join(', ')})`);
+    await waitFor(async () => (await mesh(F)).fallback.notifyReceived >= 3, 5000, 50);
+    //  G's hints (another secret) reach F's LISTEN but are refused.
+    await configureQueue(G.url, 'mesh-notify-g');
+    await pushItems(G.url, [{ queue: 'mesh-notify-g', payload: 1 }], { queued: true });
+    await waitFor(async () => (await mesh(F)).fallback.notifyRefused > 0, 5000, 50);
+    for (const b of [E, F, G])
+        await b.kill();
+    delete brokers.E;
+    delete brokers.F;
+    delete brokers.G;
+});

@@ -143,6 +143,7 @@ s_on_frame (void *arg, const qn_buf_t *frame)
 {
     s_sink_t *sink = arg;
     sink->frames++;
+    assert_true (frame->len <= QN_MESH_MAX_FRAME);
     assert_int_equal (s_decode (frame, &sink->last), 0);
     sink->hints += sink->last.hint_count;
     sink->sender_me = s_is (sink->last.sender, "me");   //  Points into the frame: read it now
@@ -196,7 +197,8 @@ test_coalesce (void **state)
     assert_int_equal (sink.hints, 1);
     assert_int_equal (s_hints [0].part_count, 0);
 
-    //  Many queues: split into frames of at most QN_MESH_MAX_HINTS.
+    //  Many queues: split into frames of at most QN_MESH_MAX_HINTS hints
+    //  and QN_MESH_MAX_FRAME bytes (checked by the sink).
     char q [16];
     for (int i = 0; i < QN_MESH_MAX_HINTS * 2 + 3; i++) {
         snprintf (q, sizeof q, "q%d", i);
@@ -205,7 +207,7 @@ test_coalesce (void **state)
         qn_mesh_coalesce_add (c, &h, NULL, 0);
     }
     sink = (s_sink_t) { 0 };
-    assert_int_equal (qn_mesh_coalesce_flush (c, "me", 2, 5, s_on_frame, &sink), 3);
+    assert_true (qn_mesh_coalesce_flush (c, "me", 2, 5, s_on_frame, &sink) >= 3);
     assert_int_equal (sink.hints, QN_MESH_MAX_HINTS * 2 + 3);
     qn_mesh_coalesce_destroy (&c);
     assert_null (c);

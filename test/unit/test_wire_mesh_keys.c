@@ -35,11 +35,36 @@ test_derive (void **state)
     assert_int_equal (qn_mesh_keys_derive ("short", 5, &a), -1);
 }
 
+static void
+test_notify (void **state)
+{
+    (void) state;
+    qn_mesh_keys_t k, other;
+    assert_int_equal (qn_mesh_keys_derive ("0123456789abcdef", 16, &k), 0);
+    assert_int_equal (qn_mesh_keys_derive ("0123456789abcdeF", 16, &other), 0);
+    char text [8001], frame [6000];
+    size_t tlen, flen;
+    assert_int_equal (qn_mesh_notify_encode (&k, "QM\x01\x02", 4, 8000, text, sizeof text, &tlen), 0);
+    assert_int_equal (strlen (text), tlen);
+    assert_int_equal (qn_mesh_notify_decode (&k, text, tlen, frame, sizeof frame, &flen), 0);
+    assert_int_equal (flen, 4);
+    assert_memory_equal (frame, "QM\x01\x02", 4);
+    //  Another cell's key, a flipped byte, a missing tag: refused.
+    assert_int_equal (qn_mesh_notify_decode (&other, text, tlen, frame, sizeof frame, &flen), -1);
+    text [1] = text [1] == 'A' ? 'B' : 'A';
+    assert_int_equal (qn_mesh_notify_decode (&k, text, tlen, frame, sizeof frame, &flen), -1);
+    assert_int_equal (qn_mesh_notify_decode (&k, "UU0=", 4, frame, sizeof frame, &flen), -1);
+    //  Too long for a NOTIFY payload.
+    static char big [7000];
+    assert_int_equal (qn_mesh_notify_encode (&k, big, sizeof big, 8000, text, sizeof text, &tlen), -1);
+}
+
 int
 main (void)
 {
     const struct CMUnitTest tests [] = {
         cmocka_unit_test (test_derive),
+        cmocka_unit_test (test_notify),
     };
     return cmocka_run_group_tests (tests, NULL, NULL);
 }
