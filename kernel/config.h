@@ -69,6 +69,7 @@ typedef struct {
     char *mesh_secret;          //  Cell secret, or "file:/path" holding it
     char *queen_peers;          //  Comma-separated static host:port
     int64_t mesh_heartbeat_ms;
+    int64_t ephemeral_max_bytes;        //  Ephemeral queues: memory cap of the broker
     bool embedded;              //  Not a setting: PG_HOST was unset
 } qn_config_t;
 

@@ -72,6 +72,18 @@ qn_mesh_decode (const char *buf, size_t len, qn_mesh_frame_t *out,
         return -1;
     if (out->kind == QN_MESH_HELLO)
         return s_u64 (&r, &out->seq) || r.left ? -1 : 0;
+    if (out->kind == QN_MESH_EPH) {
+        uint64_t n;
+        uint16_t a, b;
+        if (s_u16 (&r, &a) || s_u16 (&r, &b))
+            return -1;
+        n = ((uint64_t) a << 16) | b;
+        if (n > QN_MESH_MAX_EPH || r.left != n)
+            return -1;
+        out->payload.ptr = (const char *) r.p;
+        out->payload.len = (size_t) n;
+        return 0;
+    }
     if (out->kind != QN_MESH_HINTS)
         return -1;
     uint16_t count;
@@ -176,6 +188,17 @@ qn_mesh_encode_hello (qn_buf_t *out, const char *sender, size_t sender_len,
 {
     s_put_head (out, QN_MESH_HELLO, sender, sender_len, epoch);
     s_put_u64 (out, seq);
+}
+
+void
+qn_mesh_encode_eph (qn_buf_t *out, const char *sender, size_t sender_len, uint64_t epoch,
+                    const char *payload, size_t len)
+{
+    s_put_head (out, QN_MESH_EPH, sender, sender_len, epoch);
+    s_put_u16 (out, (uint16_t) (len >> 16));
+    s_put_u16 (out, (uint16_t) len);
+    if (len)
+        qn_buf_append (out, payload, len);
 }
 
 static void

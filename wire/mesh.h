@@ -7,6 +7,8 @@
     Layout (integers big-endian; str = u16 length + bytes):
         "QM" u8 version(=1) u8 kind  str sender  u64 epoch  ...
     kind HELLO (1): u64 seq                      heartbeat, every second
+    kind EPH (3):   u32 length, bytes            one ephemeral queue operation
+                                                 (wire/msg_ephemeral.h)
     kind HINTS (2): u16 count, then count hints, each u8 type and:
         COMMITTED (1)  str tenant, str queue, u16 n, n x str partition
                        (n = 0: the whole queue)
@@ -37,6 +39,8 @@
 #define QN_MESH_VERSION     1
 #define QN_MESH_HELLO       1
 #define QN_MESH_HINTS       2
+#define QN_MESH_EPH         3
+#define QN_MESH_MAX_EPH     (1024 * 1024)   //  Bytes of one ephemeral operation
 
 #define QN_MESH_H_COMMITTED 1
 #define QN_MESH_H_QCONF     2
@@ -73,6 +77,7 @@ typedef struct {
     uint64_t epoch;             //  The sender's boot instant (wall µs): a new one = it restarted
     uint64_t seq;               //  HELLO
     uint32_t hint_count;        //  HINTS: entries filled in `hints`
+    qn_mesh_str_t payload;      //  EPH: the operation's bytes
 } qn_mesh_frame_t;
 
 //  Decodes one frame. Slices point into buf; hints go in `hints` (room for
@@ -87,6 +92,8 @@ int qn_mesh_decode (const char *buf, size_t len, qn_mesh_frame_t *out,
 //  Encoders append one whole frame to out.
 void qn_mesh_encode_hello (qn_buf_t *out, const char *sender, size_t sender_len,
                            uint64_t epoch, uint64_t seq);
+void qn_mesh_encode_eph (qn_buf_t *out, const char *sender, size_t sender_len, uint64_t epoch,
+                         const char *payload, size_t len);
 //  A HINTS frame of `count` hints (partitions of hint i are
 //  parts [hints [i].part_first .. + part_count]). Strings longer than
 //  QN_MESH_MAX_STR are the caller's bug: they are cut.

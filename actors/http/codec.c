@@ -576,7 +576,8 @@ static const qn_http_route_t *const s_areas [] = {
     qn_http_routes_admin,       //  resources, messages, dlq, groups, status (admin.c)
     qn_http_routes_system,      //  maintenance, buffers (system.c)
     qn_http_routes_state,       //  kv, timers (state.c)
-    qn_http_routes_streams      //  /streams/v1/* (streams.c)
+    qn_http_routes_streams,     //  /streams/v1/* (streams.c)
+    qn_http_routes_ephemeral    //  /api/v1/ephemeral/* (ephemeral.c; docs/ephemeral.md)
 };
 
 static const qn_http_route_t *

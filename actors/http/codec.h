@@ -165,6 +165,7 @@ extern const qn_http_route_t qn_http_routes_admin [];   //  resources, messages,
 extern const qn_http_route_t qn_http_routes_system [];  //  maintenance, buffers
 extern const qn_http_route_t qn_http_routes_state [];   //  kv, timers
 extern const qn_http_route_t qn_http_routes_streams []; //  /streams/v1/*
+extern const qn_http_route_t qn_http_routes_ephemeral []; //  /api/v1/ephemeral/* (ephemeral.c)
 
 //  The codec's parked long-polls (actors/park/park.h): owned by the codec,
 //  run in its thread, fed its "committed" events; the pop area parks there.

@@ -27,7 +27,9 @@
     rest; QUEEN_PEERS are always connected. With the database down it
     keeps its peers. It also sends HELLO to every peer each heartbeat.
 
-    Receives  bus events "committed" (QN_MSG_COMMITTED), "qconf"
+    Receives  QN_MSG_MESH_EPH from the ephemeral actor (sent to every peer
+              as an EPH frame; EPH frames from peers go back to it),
+              bus events "committed" (QN_MSG_COMMITTED), "qconf"
               (QN_MSG_MESH_QCONF from codec_http's configure),
               "maintenance" (QN_MSG_MAINT_STATE); its own republished
               events (from "mesh") are ignored, so nothing echoes
@@ -317,6 +319,29 @@ s_on_qconf (void *self_, const qn_env_t *env)
     return 0;
 }
 
+//  Our own STALE event comes back on "qconf": nothing to do.
+static int
+s_on_own_stale (void *self_, const qn_env_t *env)
+{
+    (void) self_;
+    (void) env;
+    return 0;
+}
+
+//  An ephemeral queue operation for the peers (actors/ephemeral/).
+static int
+s_on_eph (void *self_, const qn_env_t *env)
+{
+    self_t *self = self_;
+    if (!self->on || !self->peer_count || env->body.len > QN_MESH_MAX_EPH)
+        return 0;
+    qn_buf_t b = QN_BUF_INIT;
+    qn_mesh_encode_eph (&b, self->id, strlen (self->id), self->epoch, env->body.ptr, env->body.len);
+    s_send (self, &b, false);
+    qn_buf_free (&b);
+    return 0;
+}
+
 static int
 s_on_maintenance (void *self_, const qn_env_t *env)
 {
@@ -392,7 +417,7 @@ s_apply_hint (self_t *self, const qn_mesh_hint_t *h)
 }
 
 static void
-s_on_frame (self_t *self, const char *data, size_t len)
+s_on_frame (self_t *self, const char *data, size_t len, bool from_mesh)
 {
     qn_mesh_frame_t f;
     if (qn_mesh_decode (data, len, &f, s_hints, QN_MESH_MAX_HINTS, s_parts,
@@ -423,6 +448,12 @@ s_on_frame (self_t *self, const char *data, size_t len)
         p->epoch = f.epoch;
         p->hints_in += f.hint_count;
     }
+    if (f.kind == QN_MESH_EPH) {
+        //  Ephemeral queues travel over the mesh only, never as NOTIFY.
+        if (from_mesh)
+            qn_send_body (self->kernel, "ephemeral", QN_MSG_MESH_EPH, 0, f.payload.ptr, f.payload.len);
+        return;
+    }
     if (f.kind != QN_MESH_HINTS)
         return;
     self->hints_received += f.hint_count;
@@ -441,7 +472,7 @@ s_drain_sub (self_t *self)
             zmq_msg_close (&msg);
             return;
         }
-        s_on_frame (self, zmq_msg_data (&msg), zmq_msg_size (&msg));
+        s_on_frame (self, zmq_msg_data (&msg), zmq_msg_size (&msg), true);
         zmq_msg_close (&msg);
     }
 }
@@ -691,7 +722,7 @@ s_on_notify (self_t *self, const char *text)
     }
     self->notify_received++;
     qn_count (self->kernel, "mesh_notify_received", 1);
-    s_on_frame (self, frame, len);
+    s_on_frame (self, frame, len, false);
 }
 
 static void
@@ -1031,6 +1062,8 @@ static const qn_route_t s_routes [] = {
     { QN_MSG_COMMITTED, s_on_committed },
     { QN_MSG_MESH_QCONF, s_on_qconf },
     { QN_MSG_MAINT_STATE, s_on_maintenance },
+    { QN_MSG_MESH_EPH, s_on_eph },
+    { QN_MSG_MESH_STALE, s_on_own_stale },
     { 0, NULL }
 };
 

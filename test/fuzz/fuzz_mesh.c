@@ -9,6 +9,7 @@
 
 #include "wire/mesh.h"
 #include "wire/mesh_keys.h"
+#include "wire/msg_ephemeral.h"
 
 static qn_mesh_hint_t s_hints [QN_MESH_MAX_HINTS];
 static qn_mesh_str_t s_parts [QN_MESH_MAX_HINTS * QN_MESH_MAX_PARTS];
@@ -43,6 +44,12 @@ LLVMFuzzerTestOneInput (const uint8_t *data, size_t size)
     qn_buf_init (&b);
     if (f.kind == QN_MESH_HELLO)
         qn_mesh_encode_hello (&b, f.sender.ptr, f.sender.len, f.epoch, f.seq);
+    else
+    if (f.kind == QN_MESH_EPH) {
+        qn_mesh_encode_eph (&b, f.sender.ptr, f.sender.len, f.epoch, f.payload.ptr, f.payload.len);
+        qn_msg_eph_peer_t op;
+        qn_msg_eph_peer_decode (f.payload.ptr, f.payload.len, &op);
+    }
     else
         qn_mesh_encode_hints (&b, f.sender.ptr, f.sender.len, f.epoch, s_hints, f.hint_count, s_parts);
     if (b.len != size || memcmp (b.data, data, size))

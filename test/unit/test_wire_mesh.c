@@ -64,6 +64,25 @@ test_hello (void **state)
 }
 
 static void
+test_eph (void **state)
+{
+    (void) state;
+    qn_buf_t b;
+    qn_buf_init (&b);
+    qn_mesh_encode_eph (&b, "a:1", 3, 9, "\x97\x01", 2);
+    qn_mesh_frame_t f;
+    assert_int_equal (s_decode (&b, &f), 0);
+    assert_int_equal (f.kind, QN_MESH_EPH);
+    assert_int_equal (f.payload.len, 2);
+    assert_memory_equal (f.payload.ptr, "\x97\x01", 2);
+    for (size_t cut = 0; cut < b.len; cut++)
+        assert_int_equal (qn_mesh_decode (b.data, cut, &f, s_hints, 4, s_parts, 4), -1);
+    qn_buf_putc (&b, 0);
+    assert_int_equal (s_decode (&b, &f), -1);
+    qn_buf_free (&b);
+}
+
+static void
 test_hints_round_trip (void **state)
 {
     (void) state;
@@ -187,7 +206,7 @@ test_coalesce (void **state)
     assert_int_equal (qn_mesh_coalesce_flush (c, "me", 2, 5, s_on_frame, &sink), 0);
 
     //  More partitions than a hint names: the whole queue.
-    char name [8];
+    char name [16];
     for (int i = 0; i < QN_MESH_MAX_PARTS + 1; i++) {
         snprintf (name, sizeof name, "p%d", i);
         qn_mesh_coalesce_add (c, &com, name, strlen (name));
@@ -218,6 +237,7 @@ main (void)
 {
     const struct CMUnitTest tests [] = {
         cmocka_unit_test (test_hello),
+        cmocka_unit_test (test_eph),
         cmocka_unit_test (test_hints_round_trip),
         cmocka_unit_test (test_bad_fields),
         cmocka_unit_test (test_coalesce),
