@@ -300,7 +300,9 @@ s_remote_pick (s_queue_t *q)
 static int
 s_buffer (self_t *self, s_queue_t *q, s_msg_t *m)
 {
-    while ((q->count >= q->max_messages || !s_fits (self, 0)) && q->drop_oldest && q->head) {
+    //  m is counted in self->bytes already.
+    while ((q->count >= q->max_messages || self->bytes > self->config->ephemeral_max_bytes)
+        && q->drop_oldest && q->head) {
         s_msg_t *old = q->head;
         q->head = old->next;
         if (!q->head)
@@ -314,7 +316,7 @@ s_buffer (self_t *self, s_queue_t *q, s_msg_t *m)
         self->rejected++;
         return 429;
     }
-    if (!s_fits (self, 0)) {
+    if (self->bytes > self->config->ephemeral_max_bytes) {
         self->rejected++;
         return 503;
     }
