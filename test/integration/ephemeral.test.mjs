@@ -217,3 +217,10 @@ test('PostgreSQL stopped: ephemeral queues keep working across brokers, durable 
         await pgStart();
     }
 });
+
+test('SIGTERM stops a broker holding ephemeral state cleanly', async () => {
+    await post(B, '/queues/left-behind/send', { payload: 'in memory only' });
+    await post(B, '/topics/t-end/subscribe', { subscriber: 'x' });
+    assert.equal(await B.stop(), 0, B.logs().slice(-2000));
+    B = null;
+});

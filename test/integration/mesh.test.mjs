@@ -240,3 +240,12 @@ test('mesh port closed: LISTEN/NOTIFY carries the wake-ups', async () => {
     delete brokers.F;
     delete brokers.G;
 });
+
+test('SIGTERM stops a broker of the cell cleanly', async () => {
+    const { A, B } = brokers;
+    assert.equal(await A.stop(), 0, A.logs().slice(-2000));
+    delete brokers.A;
+    //  B drops it after its heartbeat, and keeps serving.
+    await waitFor(async () => !peer(await mesh(B), A), 15000, 100);
+    await pushItems(B.url, [{ queue: 'mesh-wake', payload: 'last' }], { queued: true });
+});
