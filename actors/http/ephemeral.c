@@ -5,27 +5,51 @@
     sent back as the HTTP response. No database in the path.
     Sends     QN_MSG_EPH_CALL to "ephemeral"
     Failure   a bad timeout or name is a 400 here; an actor that does not
-              answer within the wait plus 5 s is a 503
+              answer within the wait plus 5 s is a 503; a message handed
+              to a receive whose client has gone meanwhile is sent back to
+              its queue (at its tail), not lost
 */
 #include "actors/http/state.h"
 #include "wire/msg_ephemeral.h"
 
+#include <stdlib.h>
 #include <string.h>
 
 #define S_WAIT_DEFAULT_MS 30000
 
+//  The client of a receive left before its message came: the message goes
+//  back to its queue ({"payload", "replyTo", "correlationId"} of the
+//  answer are a send's body). The actor's answer to this send is dropped.
+static void
+s_requeue (qn_codec_t *codec, const char *queue, const char *json, size_t len)
+{
+    msgpack_sbuffer b;
+    msgpack_sbuffer_init (&b);
+    qn_msg_eph_call_t m = {
+        .op = { "send", 4 }, .name = { queue, strlen (queue) }, .body = { json, len }
+    };
+    qn_msg_eph_call_encode (&b, &m);
+    qn_send_body (qn_codec_kernel (codec), "ephemeral", QN_MSG_EPH_CALL, 0, b.data, b.size);
+    msgpack_sbuffer_destroy (&b);
+}
+
 static void
 s_on_answer (qn_codec_t *codec, qn_http_ctx_t *ctx, qn_pg_result_t *res, void *arg)
 {
-    (void) codec;
-    (void) arg;
-    if (!ctx)
-        return;
+    char *requeue = arg;        //  Owned: the queue of a receive, or NULL
     int64_t status = 0;
     const char *json;
     size_t len;
-    if (!res->ok || !qn_hs_col_int (res, 0, 0, &status) || !qn_hs_col_span (res, 0, 1, &json, &len)
-    ||  status < 200 || status > 599) {
+    bool answered = res->ok && qn_hs_col_int (res, 0, 0, &status)
+                 && qn_hs_col_span (res, 0, 1, &json, &len);
+    if (!ctx) {
+        if (requeue && answered && status == 200)
+            s_requeue (codec, requeue, json, len);
+        free (requeue);
+        return;
+    }
+    free (requeue);
+    if (!answered || status < 200 || status > 599) {
         qn_http_reply_error (ctx, 503, "ephemeral queues did not answer in time");
         return;
     }
@@ -63,9 +87,12 @@ s_call (qn_codec_t *codec, qn_http_ctx_t *ctx, const char *op, bool named)
     msgpack_sbuffer b;
     msgpack_sbuffer_init (&b);
     qn_msg_eph_call_encode (&b, &m);
+    char *requeue = !strcmp (op, "receive") ? qn_strdup (name) : NULL;
     if (qn_codec_call (codec, ctx, "ephemeral", QN_MSG_EPH_CALL, b.data, b.size, wait,
-                       s_on_answer, NULL))
+                       s_on_answer, requeue)) {
+        free (requeue);
         qn_http_reply_error (ctx, 503, "ephemeral queues are busy");
+    }
     msgpack_sbuffer_destroy (&b);
 }
 

@@ -9,6 +9,7 @@
 
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
+import net from 'node:net';
 import {
     startBroker, createDatabase, freePort, http, request, waitFor, sleep, pgStop, pgStart,
     configureQueue, pushItems,
@@ -87,6 +88,22 @@ test('work hand-off: two consumers waiting (one per broker), one message: exactl
     const statuses = got.map((r) => r.status).sort();
     assert.deepEqual(statuses, [200, 204], got.map((r) => r.raw).join(' | '));
     assert.equal(got.find((r) => r.status === 200).body.payload, 'only-one');
+});
+
+test('work hand-off: a message handed to a consumer that hung up goes back to its queue', async () => {
+    const sock = net.connect(Number(new URL(A.url).port), '127.0.0.1');
+    await new Promise((resolve) => sock.once('connect', resolve));
+    sock.write('GET /api/v1/ephemeral/queues/gone/receive?timeout=20000 HTTP/1.1\r\nHost: x\r\n\r\n');
+    await waitFor(async () => (await post(A, '/queues/gone', {})).body.waiting === 1, 5000, 20);
+    sock.destroy();
+    await sleep(200);               //  The broker sees the client leave
+    const sent = await post(A, '/queues/gone/send', { payload: 'not lost' });
+    assert.equal(sent.body.status, 'delivered');
+    const got = await waitFor(async () => {
+        const r = await get(A, '/queues/gone/receive?timeout=0');
+        return r.status === 200 ? r : null;
+    }, 5000, 50);
+    assert.equal(got.body.payload, 'not lost');
 });
 
 test('request/reply: the reply from a replier on B reaches the requester waiting on A', async () => {
