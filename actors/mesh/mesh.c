@@ -982,6 +982,9 @@ s_open (self_t *self)
 failed:
     snprintf (self->off_reason, sizeof self->off_reason, "cannot open the mesh port %lld: %s",
               (long long) c->mesh_port, zmq_strerror (errno));
+    //  Not reachable at that address (another broker may own it): register
+    //  as a member without a mesh port, reached by LISTEN/NOTIFY.
+    snprintf (self->id, sizeof self->id, "notify-%s-%d", c->mesh_advertised_host, (int) getpid ());
     qn_error ("mesh: %s (the broker serves; hints wait for the safety net)", self->off_reason);
     return false;
 }
