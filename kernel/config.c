@@ -79,6 +79,13 @@ static const s_setting_t s_settings [] = {
     { "JWT_TENANT_CLAIM", S_STR, F (jwt_tenant_claim), "tenant", 0, 0, "JWT claim naming the tenant (no proxy; absent: the default tenant)" },
     { "PROXY_USAGE_FLUSH_MS", S_INT, F (proxy_usage_flush_ms), "10000", 100, 3600000, "queen-proxy only: usage metering is written to PostgreSQL this often (and at shutdown), ms" },
     { "QUEEN_UPSTREAMS", S_STR, F (queen_upstreams), "http://127.0.0.1:6632", 0, 0, "queen-proxy only: comma-separated broker base URLs (http://host:port)" },
+    //  mesh (issue 13, docs/mesh.md)
+    { "MESH_PORT", S_INT, F (mesh_port), "6634", 0, 65535, "mesh port between replicas of a cell (ZeroMQ + CURVE); 0 = off" },
+    { "MESH_ADVERTISED_HOST", S_STR, F (mesh_advertised_host), "127.0.0.1", 0, 0, "the address peers dial to reach this broker's mesh port" },
+    { "MESH_SECRET", S_SECRET, F (mesh_secret), "", 0, 0, "cell secret the CURVE keys are derived from, or file:/path holding it; unset = mesh off" },
+    { "QUEEN_PEERS", S_STR, F (queen_peers), "", 0, 0, "static mesh peers host:port,... added to those registered in PostgreSQL" },
+    { "EPHEMERAL_MAX_BYTES", S_INT, F (ephemeral_max_bytes), "67108864", 1024, 64LL * 1024 * MiB, "memory the ephemeral queues may hold on this broker (docs/ephemeral.md); over it sends get 503" },
+    { "MESH_HEARTBEAT_MS", S_INT, F (mesh_heartbeat_ms), "1000", 100, 60000, "mesh heartbeat period, ms; a peer silent for 5 periods is dropped" },
     { NULL, 0, 0, NULL, 0, 0, NULL }
 };
 

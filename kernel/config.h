@@ -69,6 +69,13 @@ typedef struct {
     char *jwt_tenant_claim;     //  JWT claim naming the tenant
     char *queen_upstreams;      //  queen-proxy: comma-separated broker URLs
     int64_t proxy_usage_flush_ms;
+    //  mesh (issue 13): replicas of a cell exchange latency hints
+    int64_t mesh_port;          //  0 = off
+    char *mesh_advertised_host;
+    char *mesh_secret;          //  Cell secret, or "file:/path" holding it
+    char *queen_peers;          //  Comma-separated static host:port
+    int64_t mesh_heartbeat_ms;
+    int64_t ephemeral_max_bytes;        //  Ephemeral queues: memory cap of the broker
     bool embedded;              //  Not a setting: PG_HOST was unset
 } qn_config_t;
 

@@ -101,6 +101,11 @@ static const qn_sql_stmt_t s_stmts [QN_SQL_COUNT_] = {
           TA, TA, TA, QN_OID_BYTEA_ARR, TA, QN_OID_BOOL_ARR, QN_OID_INT8_ARR, QN_OID_INT8_ARR,
           QN_OID_BYTEA_ARR },
         .wake_queue_col = 5, .wake_kind_col = 2 },     //  queue_name of push and ack rows
+    //  mesh (actors/mesh/mesh.c)
+    [QN_SQL_MESH_BEAT] = { "mesh_beat",
+        "SELECT address, epoch, age_ms FROM queen.mesh_beat ($1, $2, $3)", 3,
+        { T, QN_OID_INT8, QN_OID_INT4 } },
+    [QN_SQL_MESH_NOTIFY] = { "mesh_notify", "SELECT queen.mesh_notify ($1)", 1, { T } },
 };
 
 const qn_sql_stmt_t *
