@@ -73,6 +73,8 @@ static const s_setting_t s_settings [] = {
     { "JWT_ROLE_READ_WRITE", S_STR, F (jwt_role_read_write), "read-write", 0, 0, "role value granting read-write" },
     { "JWT_ROLE_READ_ONLY", S_STR, F (jwt_role_read_only), "read-only", 0, 0, "role value granting read-only" },
     { "JWT_SKIP_PATHS", S_STR, F (jwt_skip_paths), "/health,/metrics/prometheus,/metrics,/", 0, 0, "paths that skip auth; an entry ending in / (other than /) is a prefix" },
+    //  Operations (opsweb): metrics and dashboard
+    { "METRICS_QUEUE_SERIES", S_INT, F (metrics_queue_series), "100", 1, 10000, "queues with their own series per metric family in /metrics/prometheus; more count as queue=\"_other\"" },
     { NULL, 0, 0, NULL, 0, 0, NULL }
 };
 

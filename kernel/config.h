@@ -63,6 +63,8 @@ typedef struct {
     char *jwt_role_read_write;
     char *jwt_role_read_only;
     char *jwt_skip_paths;       //  Comma-separated; "/x/" is a prefix
+    //  Operations (opsweb): metrics and dashboard
+    int64_t metrics_queue_series;   //  Per-queue series per family before "_other"
     bool embedded;              //  Not a setting: PG_HOST was unset
 } qn_config_t;
 
