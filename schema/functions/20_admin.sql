@@ -134,13 +134,18 @@ CREATE FUNCTION queen._admin_pstats(p_pid bigint, p_qid int,
   OUT total bigint, OUT pending bigint, OUT processing bigint, OUT completed bigint,
   OUT failed bigint, OUT dead bigint, OUT oldest timestamptz, OUT newest timestamptz)
 LANGUAGE sql STABLE AS $$
+  -- total from the maintained count (66_stats.sql); only the unconsumed
+  -- tail (seq > cursor) is counted here
   WITH v AS (SELECT * FROM queen._admin_pview(p_pid, p_qid)),
-  m AS (
-    SELECT count(*) AS total,
-           count(*) FILTER (WHERE mm.seq <= v.cur) AS done,
-           count(*) FILTER (WHERE mm.seq > v.cur AND mm.seq <= v.lease_to) AS proc
+  t AS (
+    SELECT count(*) AS tail,
+           count(*) FILTER (WHERE mm.seq <= v.lease_to) AS proc
       FROM v CROSS JOIN queen.messages mm
-     WHERE mm.partition_id = p_pid),
+     WHERE mm.partition_id = p_pid AND mm.seq > v.cur),
+  m AS (
+    SELECT st.n AS total, st.n - t.tail AS done, t.proc
+      FROM t, (SELECT COALESCE((SELECT s.messages FROM queen.partition_stats s
+                                 WHERE s.partition_id = p_pid), 0) AS n) st),
   d AS (
     SELECT count(DISTINCT dl.seq) AS dead,
            count(DISTINCT dl.seq) FILTER (WHERE dl.seq <= v.cur) AS dead_done,
@@ -201,17 +206,20 @@ LANGUAGE sql STABLE AS $$
       FROM g JOIN queen.cursors c ON c.group_id = g.id
      WHERE NOT EXISTS (SELECT 1 FROM queen.ready r
                         WHERE r.partition_id = c.partition_id AND r.group_id = c.group_id))
+  -- consumed = the maintained count (66_stats.sql) minus the tail after
+  -- the cursor: only the tail is scanned
   SELECT s.id, s.name, s.qid, s.qname, s.start_seq, s.pid, p.name::text, s.cur, s.has_ready, s.la, s.lexp,
-         CASE WHEN s.has_ready THEN
-           (SELECT count(*) FROM queen.messages m WHERE m.partition_id = s.pid AND m.seq > s.cur)
-         ELSE 0 END,
+         CASE WHEN s.has_ready THEN t.tail ELSE 0 END,
          (SELECT m.created_at FROM queen.messages m WHERE m.partition_id = s.pid AND m.seq > s.cur
            ORDER BY m.seq LIMIT 1),
          (SELECT m.created_at FROM queen.messages m WHERE m.partition_id = s.pid AND m.seq <= s.cur
            ORDER BY m.seq DESC LIMIT 1),
-         (SELECT count(*) FROM queen.messages m WHERE m.partition_id = s.pid AND m.seq <= s.cur),
+         COALESCE((SELECT ps.messages FROM queen.partition_stats ps WHERE ps.partition_id = s.pid), 0)
+           - t.tail,
          bool_or(s.cur > 0 OR s.la OR NOT s.has_ready) OVER (PARTITION BY s.id)
     FROM s JOIN queen.partitions p ON p.id = s.pid
+    CROSS JOIN LATERAL (SELECT count(*) AS tail FROM queen.messages m
+                         WHERE m.partition_id = s.pid AND m.seq > s.cur) t
 $$;
 
 -- ---------------------------------------------------------------------------
