@@ -551,7 +551,8 @@ static const qn_http_route_t *const s_areas [] = {
     qn_http_routes_admin,       //  resources, messages, dlq, groups, status (admin.c)
     qn_http_routes_system,      //  maintenance, buffers (system.c)
     qn_http_routes_state,       //  kv, timers (state.c)
-    qn_http_routes_streams      //  /streams/v1/* (streams.c)
+    qn_http_routes_streams,     //  /streams/v1/* (streams.c)
+    qn_http_routes_dashboard    //  GET /, /dashboard/:file (dashboard.c)
 };
 
 static const qn_http_route_t *

@@ -166,7 +166,8 @@ extern const qn_http_route_t qn_http_routes_pop [];     //  pop routes
 extern const qn_http_route_t qn_http_routes_admin [];   //  resources, messages, dlq, groups, status
 extern const qn_http_route_t qn_http_routes_system [];  //  maintenance, buffers
 extern const qn_http_route_t qn_http_routes_state [];   //  kv, timers
-extern const qn_http_route_t qn_http_routes_streams []; //  /streams/v1/*
+extern const qn_http_route_t qn_http_routes_streams [];
+extern const qn_http_route_t qn_http_routes_dashboard [];  //  GET /, /dashboard/:file //  /streams/v1/*
 
 //  The codec's parked long-polls (actors/park/park.h): owned by the codec,
 //  run in its thread, fed its "committed" events; the pop area parks there.

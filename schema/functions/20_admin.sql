@@ -167,17 +167,47 @@ CREATE FUNCTION queen._admin_parts(p_tenant text, p_queue text, p_ns text, p_tas
 RETURNS TABLE(qid int, qname text, namespace text, task text, q_created timestamptz,
   pid bigint, pname text, p_created timestamptz, total bigint, pending bigint, processing bigint,
   completed bigint, failed bigint, dead bigint, oldest timestamptz, newest timestamptz)
+-- A queue no group consumes (no consumer group row) has nothing consumed
+-- or leased: its partitions' stats are set-based (the maintained total,
+-- dead letters grouped once), with no per-partition cursor work, so a
+-- queue of a million unconsumed partitions costs two index probes each
+-- (oldest, newest) instead of _admin_pstats.
 LANGUAGE sql STABLE AS $$
+  WITH q AS MATERIALIZED (
+    SELECT q.id, q.name, q.namespace, q.task, q.created_at,
+           EXISTS (SELECT 1 FROM queen.consumer_groups g WHERE g.queue_id = q.id AND NOT g.retired) AS grouped
+      FROM queen.queues q
+     WHERE q.tenant = p_tenant
+       AND (p_queue IS NULL OR q.name = p_queue)
+       AND (p_ns IS NULL OR q.namespace = p_ns)
+       AND (p_task IS NULL OR q.task = p_task)),
+  dl AS MATERIALIZED (
+    SELECT d.partition_id, count(*) AS failed,
+           count(DISTINCT d.seq) FILTER (WHERE EXISTS (SELECT 1 FROM queen.messages x
+                                                        WHERE x.partition_id = d.partition_id
+                                                          AND x.seq = d.seq)) AS dead
+      FROM queen.dead_letters d
+     WHERE d.queue_id IN (SELECT q.id FROM q WHERE NOT q.grouped)
+     GROUP BY d.partition_id)
   SELECT q.id, q.name::text, q.namespace::text, q.task::text, q.created_at,
          p.id, p.name::text, p.created_at, s.total, s.pending, s.processing, s.completed,
          s.failed, s.dead, s.oldest, s.newest
-    FROM queen.queues q
+    FROM q
     JOIN queen.partitions p ON p.queue_id = q.id
     CROSS JOIN LATERAL queen._admin_pstats(p.id, q.id) s
-   WHERE q.tenant = p_tenant
-     AND (p_queue IS NULL OR q.name = p_queue)
-     AND (p_ns IS NULL OR q.namespace = p_ns)
-     AND (p_task IS NULL OR q.task = p_task)
+   WHERE q.grouped
+  UNION ALL
+  SELECT q.id, q.name::text, q.namespace::text, q.task::text, q.created_at,
+         p.id, p.name::text, p.created_at, COALESCE(ps.messages, 0),
+         COALESCE(ps.messages, 0) - COALESCE(dl.dead, 0), 0, 0,
+         COALESCE(dl.failed, 0), COALESCE(dl.dead, 0),
+         (SELECT x.created_at FROM queen.messages x WHERE x.partition_id = p.id ORDER BY x.seq LIMIT 1),
+         (SELECT x.created_at FROM queen.messages x WHERE x.partition_id = p.id ORDER BY x.seq DESC LIMIT 1)
+    FROM q
+    JOIN queen.partitions p ON p.queue_id = q.id
+    LEFT JOIN queen.partition_stats ps ON ps.partition_id = p.id
+    LEFT JOIN dl ON dl.partition_id = p.id
+   WHERE NOT q.grouped
 $$;
 
 -- One row per (group, partition) where the group has state (a ready or a
