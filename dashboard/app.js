@@ -149,7 +149,7 @@ async function viewOverview (main) {
   const dbUp = health.database === 'connected';
   cards.append(
     card('Database', dbUp ? 'connected' : 'down', `pool ${fmt(promSum(prom, 'queen_db_pool_busy'))} busy / ${fmt(promSum(prom, 'queen_db_pool_connections'))} up, ${fmt(promSum(prom, 'queen_db_pool_waiting'))} waiting`, dbUp ? 'ok' : 'bad'),
-    card('Spool', maint.bufferHealthy ? 'healthy' : 'failing', `${fmt(maint.bufferedMessages)} pending, ${fmt(promSum(prom, 'queen_spool_replayed_total'))} replayed`, maint.bufferHealthy ? 'ok' : 'bad'),
+    card('Spool', maint.bufferHealthy ? 'healthy' : 'failing', `${fmt(maint.bufferedMessages)} pending, ${fmt(promSum(prom, 'queen_spool_replayed_total') ?? 0)} replayed`, maint.bufferHealthy ? 'ok' : 'bad'),
     card('Queues', fmt(ov.queues), `${fmt(ov.partitions)} partitions`),
     card('Messages', fmt(m.total), `${fmt(m.pending)} pending · ${fmt(m.processing)} processing · ${fmt(m.completed)} done`),
     card('Dead letters', fmt(m.deadLetter), `${fmt(m.failed)} DLQ entries`, m.deadLetter ? 'warn' : ''),

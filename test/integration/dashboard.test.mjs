@@ -9,6 +9,7 @@
 
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
+import crypto from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
 import { chromium } from 'playwright-core';
@@ -192,4 +193,45 @@ test('actions: requeue a dead letter, seek a group, toggle maintenance', async (
     assert.deepEqual(problems, []);
     for (const f of ['01-overview.png', '03-big-queue.png', '10-dlq.png', '14-maintenance-on.png'])
         assert.ok(fs.statSync(path.join(SHOTS, f)).size > 10000, f);
+});
+
+test('behind JWT auth the dashboard asks for a token, then every call carries it', async () => {
+    const secret = 'dash-secret-0123456789abcdef-0123456789';
+    const b64 = (v) => Buffer.from(JSON.stringify(v)).toString('base64url');
+    const now = Math.floor(Date.now() / 1000);
+    const input = `${b64({ alg: 'HS256', typ: 'JWT' })}.${b64({ sub: 'operator', role: 'admin', iat: now - 5, exp: now + 3600 })}`;
+    const jwt = `${input}.${crypto.createHmac('sha256', secret).update(input).digest('base64url')}`;
+    const secured = await startBroker({ env: { JWT_ENABLED: 'true', JWT_ALGORITHM: 'HS256', JWT_SECRET: secret } });
+    const p = await browser.newPage({ viewport: { width: 1200, height: 900 } });
+    const seen = [];
+    p.on('console', (msg) => { if (msg.type() === 'error') seen.push(msg.text()); });
+    p.on('pageerror', (err) => seen.push(`page error: ${err.message}`));
+    const statuses = [];
+    p.on('response', (res) => { if (res.url().includes('/api/')) statuses.push(res.status()); });
+    try {
+        //  The API refuses the page without a token: the login form shows.
+        assert.equal((await http(`${secured.url}/api/v1/resources/queue-summaries`)).status, 401);
+        await p.goto(`${secured.url}/#/queues`);
+        await p.waitForSelector('#login textarea');
+        await p.screenshot({ path: path.join(SHOTS, '15-login.png') });
+        assert.ok(statuses.includes(401));
+        //  With the token, the view loads and every API call succeeded.
+        statuses.length = 0;
+        await p.fill('#token', jwt);
+        await p.click('#login button[type=submit]');
+        await p.waitForSelector('main[data-ready="true"]');
+        assert.match(await p.textContent('main'), /No queues yet|Queues/);
+        assert.ok(statuses.length > 0 && statuses.every((x) => x === 200), String(statuses));
+        await p.click('#create-form input[name=queue]');
+        await p.fill('#create-form input[name=queue]', 'secured.q');
+        await p.click('#create-form button[type=submit]');
+        await p.waitForFunction(() => document.querySelector('#queues-table')?.textContent.includes('secured.q'));
+        const listed = await http(`${secured.url}/api/v1/resources/queue-summaries`, { headers: { Authorization: `Bearer ${jwt}` } });
+        assert.deepEqual(listed.body.queues.map((q) => q.name), ['secured.q']);
+        //  Only the refused first load logged errors (its 401s).
+        assert.deepEqual(seen.filter((t) => !/status of 401/.test(t)), []);
+    } finally {
+        await p.close();
+        await secured.stop();
+    }
 });
