@@ -187,28 +187,6 @@ s_col_int (const qn_pg_result_t *res, uint32_t r, uint32_t c, int64_t *out)
 }
 
 //  Writes key: the string column, or null.
-//  messages_popped_total{queue}: runs of rows of one queue counted at once.
-static void
-s_count_popped (qn_codec_t *codec, const qn_pg_result_t *res, uint32_t rows)
-{
-    const msgpack_object *run = NULL;
-    int64_t n = 0;
-    for (uint32_t r = 0; r <= rows; r++) {
-        const msgpack_object *q = r < rows ? s_col (res, r, C_QUEUE) : NULL;
-        if (q && q->type != MSGPACK_OBJECT_STR)
-            continue;
-        if (run && (!q || run->via.str.size != q->via.str.size
-                 || memcmp (run->via.str.ptr, q->via.str.ptr, q->via.str.size))) {
-            qn_metric_add (qn_metric_queue (qn_codec_kernel (codec), QN_METRIC_COUNTER,
-                                            "messages_popped_total", run->via.str.ptr,
-                                            run->via.str.size), n);
-            n = 0;
-        }
-        run = q;
-        n++;
-    }
-}
-
 static void
 s_jw_col_str (qn_jw_t *w, const char *key, const qn_pg_result_t *res, uint32_t r, uint32_t c)
 {
@@ -490,7 +468,6 @@ s_on_popped (qn_codec_t *codec, qn_http_ctx_t *ctx, qn_pg_result_t *res, void *a
         s_reply_undecryptable (ctx, ps, res, bad, why);
     else {
         qn_count (qn_codec_kernel (codec), "messages_popped", n);
-        s_count_popped (codec, res, (uint32_t) n);
         qn_http_reply_json (ctx, 200, b.data, b.len);
     }
     qn_buf_free (&b);

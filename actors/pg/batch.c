@@ -556,11 +556,54 @@ s_count_acks (qn_pgw_t *self, const qn_pgw_job_t *j, PGresult *res)
     }
 }
 
+//  Transaction bundles: their pushes (rows of kind "push": column 2 the
+//  kind, column 5 the queue), one at a time (bundles are small).
+static void
+s_count_bundle_pushes (qn_pgw_t *self, PGresult *res)
+{
+    for (int r = 0; r < PQntuples (res); r++) {
+        int klen = 0, qlen = 0;
+        const char *kind = qn_pgw_col_text (res, r, 1, &klen);
+        const char *queue = qn_pgw_col_text (res, r, 4, &qlen);
+        if (kind && queue && klen == 4 && !memcmp (kind, "push", 4))
+            s_count_queue (self, "messages_pushed_total", queue, (size_t) qlen, 1);
+    }
+}
+
+//  Pops (every front door): messages handed out, per queue, in runs of
+//  rows of one queue; the row that only carries the next due instant has
+//  no message (seq NULL).
+static void
+s_count_pops (qn_pgw_t *self, PGresult *res)
+{
+    const char *run = NULL;
+    int run_len = 0;
+    int64_t n = 0;
+    for (int r = 0; r <= PQntuples (res); r++) {
+        int qlen = 0;
+        bool end = r == PQntuples (res);
+        const char *queue = end ? NULL : qn_pgw_col_text (res, r, 0, &qlen);
+        if (!end && (!queue || PQgetisnull (res, r, 3)))
+            continue;
+        if (run && (!queue || qlen != run_len || memcmp (queue, run, (size_t) qlen))) {
+            s_count_queue (self, "messages_popped_total", run, (size_t) run_len, n);
+            n = 0;
+        }
+        run = queue;
+        run_len = qlen;
+        n++;
+    }
+}
+
 void
 qn_pgw_exec_committed (qn_pgw_t *self, const qn_pgw_job_t *j, PGresult *res)
 {
     if (j->stmt_id == QN_SQL_ACK && self->is_writer)
         s_count_acks (self, j, res);
+    if (j->stmt_id == QN_SQL_POP || j->stmt_id == QN_SQL_POP_NS)
+        s_count_pops (self, res);
+    if (j->stmt_id == QN_SQL_BUNDLE && self->is_writer)
+        s_count_bundle_pushes (self, res);
     const qn_sql_stmt_t *stmt = qn_sql_stmt (j->stmt_id);
     if (!stmt || !stmt->wake_queue_col || !self->is_writer || j->nparams < 1 || j->nulls [0])
         return;

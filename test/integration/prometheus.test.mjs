@@ -11,7 +11,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { spawn, spawnSync } from 'node:child_process';
 import {
-    startBroker, settle, http, configureQueue, pushItems, popMessages, ack, ackFor,
+    startBroker, settle, http, configureQueue, pushItems, popMessages, ack, ackFor, transaction,
     freePort, waitFor, sleep,
 } from './lib.mjs';
 
@@ -61,6 +61,8 @@ test('after real traffic the exposition is promtool-clean and counts what happen
         await ack(url, ackFor(m, { status: 'completed' }), { success: true });
     const dead = await ack(url, ackFor(got[4], { status: 'failed', error: 'boom' }), { success: true });
     assert.equal(dead.dlq, true);
+    //  A push inside a transaction bundle counts too.
+    assert.equal((await transaction(url, [{ type: 'push', items: [{ queue: 'pm.a', payload: 'in a txn' }] }])).success, true);
     //  A long-poll that times out empty: parked, then expired.
     const empty = await http(`${url}/api/v1/pop/queue/pm.empty?wait=true&timeout=300`);
     assert.equal(empty.status, 204);
@@ -97,7 +99,7 @@ test('after real traffic the exposition is promtool-clean and counts what happen
     assert.ok(Math.abs(sample(text, 'process_start_time_seconds') - Date.now() / 1000) < 600);
 
     //  Messaging by queue, capped
-    assert.equal(sample(text, 'queen_messages_pushed_total{queue="pm.a"}'), 20);
+    assert.equal(sample(text, 'queen_messages_pushed_total{queue="pm.a"}'), 21);
     assert.equal(sample(text, 'queen_messages_popped_total{queue="pm.a"}'), 5);
     assert.equal(sample(text, 'queen_messages_acked_total{queue="pm.a"}'), 4);
     assert.equal(sample(text, 'queen_messages_failed_total{queue="pm.a"}'), 1);
@@ -136,7 +138,7 @@ test('after real traffic the exposition is promtool-clean and counts what happen
     //  The JSON /metrics still answers
     const j = await http(`${url}/metrics`);
     assert.equal(j.status, 200);
-    assert.ok(j.body.messages.total >= 24);
+    assert.ok(j.body.messages.total >= 25);
 });
 
 test('a real Prometheus server scrapes the broker every second and answers queries for its series', async () => {
@@ -184,7 +186,7 @@ test('a real Prometheus server scrapes the broker every second and answers queri
         let pushed = [];
         await waitFor(async () => {
             pushed = await query('queen_messages_pushed_total{queue="pm.a"}');
-            return pushed.length === 1 && Number(pushed[0].value[1]) >= 21;
+            return pushed.length === 1 && Number(pushed[0].value[1]) >= 22;
         }, 30000, 500);
         assert.equal(pushed[0].metric.job, 'queen');
         assert.equal(pushed[0].metric.instance, target);
