@@ -19,7 +19,8 @@ KERNEL_SRC := $(sort $(wildcard kernel/*.c))
 ACTOR_SRC  := $(sort $(wildcard actors/*.c actors/*/*.c))
 SCHEMA_SQL := schema/bootstrap.sql $(sort $(wildcard schema/migrations/*.sql)) $(sort $(wildcard schema/functions/*.sql))
 LIB_SRC    := $(BASE_SRC) $(WIRE_SRC) $(KERNEL_SRC) $(ACTOR_SRC)
-LIB_OBJ    := $(LIB_SRC:%.c=$(BUILD)/obj/%.o) $(BUILD)/obj/schema_sql.o \
+DASHBOARD  := $(sort $(wildcard dashboard/*.html dashboard/*.js dashboard/*.css))
+LIB_OBJ    := $(LIB_SRC:%.c=$(BUILD)/obj/%.o) $(BUILD)/obj/schema_sql.o $(BUILD)/obj/dashboard_files.o \
               $(BUILD)/obj/llhttp/llhttp.o $(BUILD)/obj/llhttp/api.o $(BUILD)/obj/llhttp/http.o
 UNIT_SRC   := $(sort $(wildcard test/unit/test_*.c))
 UNIT_BIN   := $(UNIT_SRC:test/unit/%.c=$(BUILD)/test/%)
@@ -74,6 +75,15 @@ $(BUILD)/schema_sql.c: $(SCHEMA_SQL) scripts/embed-sql.sh
 	sh scripts/embed-sql.sh $@ $(SCHEMA_SQL)
 
 $(BUILD)/obj/schema_sql.o: $(BUILD)/schema_sql.c
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS_COMMON) $(CFLAGS) -c $< -o $@
+
+# The dashboard (dashboard/ plus uPlot from node_modules), embedded like the schema
+$(BUILD)/dashboard_files.c: $(DASHBOARD) scripts/embed-dashboard.sh package-lock.json
+	@mkdir -p $(dir $@)
+	sh scripts/embed-dashboard.sh $@ $(DASHBOARD)
+
+$(BUILD)/obj/dashboard_files.o: $(BUILD)/dashboard_files.c actors/http/dashboard.h
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS_COMMON) $(CFLAGS) -c $< -o $@
 

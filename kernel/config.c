@@ -86,6 +86,8 @@ static const s_setting_t s_settings [] = {
     { "QUEEN_PEERS", S_STR, F (queen_peers), "", 0, 0, "static mesh peers host:port,... added to those registered in PostgreSQL" },
     { "EPHEMERAL_MAX_BYTES", S_INT, F (ephemeral_max_bytes), "67108864", 1024, 64LL * 1024 * MiB, "memory the ephemeral queues may hold on this broker (docs/ephemeral.md); over it sends get 503" },
     { "MESH_HEARTBEAT_MS", S_INT, F (mesh_heartbeat_ms), "1000", 100, 60000, "mesh heartbeat period, ms; a peer silent for 5 periods is dropped" },
+    //  Operations (opsweb): metrics and dashboard
+    { "METRICS_QUEUE_SERIES", S_INT, F (metrics_queue_series), "100", 1, 10000, "queues with their own series per metric family in /metrics/prometheus; more count as queue=\"_other\"" },
     { NULL, 0, 0, NULL, 0, 0, NULL }
 };
 

@@ -76,6 +76,8 @@ typedef struct {
     char *queen_peers;          //  Comma-separated static host:port
     int64_t mesh_heartbeat_ms;
     int64_t ephemeral_max_bytes;        //  Ephemeral queues: memory cap of the broker
+    //  Operations (opsweb): metrics and dashboard
+    int64_t metrics_queue_series;   //  Per-queue series per family before "_other"
     bool embedded;              //  Not a setting: PG_HOST was unset
 } qn_config_t;
 

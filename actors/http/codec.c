@@ -289,6 +289,7 @@ qn_http_reply_raw (qn_http_ctx_t *ctx, int status, const char *content_type,
         char name [32];
         snprintf (name, sizeof name, "http_responses_%dxx", status / 100);
         qn_count (codec->kernel, name, 1);
+        qn_http_metrics_answered (codec, ctx, status);
     }
     s_ctx_free (codec, ctx);
 }
@@ -524,29 +525,12 @@ s_metrics (qn_codec_t *codec, qn_http_ctx_t *ctx)
     qn_buf_free (&b);
 }
 
-static void
-s_prom_counter (void *arg, const char *name, int64_t value)
-{
-    qn_buf_t *b = arg;
-    qn_buf_printf (b, "queen_%s %lld\n", name, (long long) value);
-}
-
+//  The text exposition format (actors/http/metrics.c renders it).
 static void
 s_metrics_prometheus (qn_codec_t *codec, qn_http_ctx_t *ctx)
 {
-    struct rusage ru;
-    getrusage (RUSAGE_SELF, &ru);
     qn_buf_t b = QN_BUF_INIT;
-    qn_buf_printf (&b, "# TYPE queen_uptime_seconds gauge\nqueen_uptime_seconds %.3f\n",
-                   (double) (qn_wall_us () - codec->started_wall_us) / 1e6);
-    qn_buf_printf (&b, "queen_process_resident_memory_bytes %lld\n", (long long) s_rss_bytes ());
-    qn_buf_printf (&b, "queen_cpu_user_microseconds_total %lld\n",
-                   (long long) ru.ru_utime.tv_sec * 1000000 + ru.ru_utime.tv_usec);
-    qn_buf_printf (&b, "queen_cpu_system_microseconds_total %lld\n",
-                   (long long) ru.ru_stime.tv_sec * 1000000 + ru.ru_stime.tv_usec);
-    qn_buf_printf (&b, "queen_db_pool_size %lld\n", (long long) codec->config->db_pool_size);
-    qn_buf_printf (&b, "queen_file_buffer_db_healthy %d\n", codec->db_up ? 1 : 0);
-    qn_counters_each (codec->kernel, s_prom_counter, &b);
+    qn_http_metrics_render (codec, &b, (double) (qn_wall_us () - codec->started_wall_us) / 1e6);
     qn_http_reply_raw (ctx, 200, "text/plain; version=0.0.4; charset=utf-8",
                        "Cache-Control: no-cache\r\n", b.data, b.len);
     qn_buf_free (&b);
@@ -579,7 +563,8 @@ static const qn_http_route_t *const s_areas [] = {
     qn_http_routes_system,      //  maintenance, buffers (system.c)
     qn_http_routes_state,       //  kv, timers (state.c)
     qn_http_routes_streams,     //  /streams/v1/* (streams.c)
-    qn_http_routes_ephemeral    //  /api/v1/ephemeral/* (ephemeral.c; docs/ephemeral.md)
+    qn_http_routes_ephemeral,   //  /api/v1/ephemeral/* (ephemeral.c; docs/ephemeral.md)
+    qn_http_routes_dashboard    //  GET /, /dashboard/:file (dashboard.c)
 };
 
 static const qn_http_route_t *
@@ -629,6 +614,7 @@ s_on_request (void *self_, const qn_env_t *env)
     ctx->seq = m.seq;
     ctx->keep_alive = m.keep_alive;
     ctx->started_ms = env->received_ms;
+    ctx->started_us = qn_now_us ();
     ctx->tenant = qn_strdup ("");
     snprintf (ctx->method, sizeof ctx->method, "%.*s", (int) m.method_len, m.method);
     for (uint32_t i = 0; i < m.header_count; i++) {
@@ -672,6 +658,7 @@ s_on_request (void *self_, const qn_env_t *env)
             qn_http_reply_error (ctx, 404, "Not found");
         return rc;
     }
+    ctx->route = route->pattern;
     if (qn_http_auth (codec, ctx, route->auth))
         return rc;
     route->fn (codec, ctx);

@@ -128,10 +128,13 @@ struct qn_pgw {
     uint64_t maint_poll_gen;    //  maint_gen when the running poll started
     bool maint_poll_in_flight;
     int64_t maint_tick_ms;      //  Last poll and republish
+    //  Pool gauges and errors for /metrics/prometheus (pool="<name>")
+    qn_metric_t *m_size, *m_busy, *m_waiting, *m_errors;
 };
 
 // ------------------------------------------------------------------ writer.c
 void qn_pgw_pump (qn_pgw_t *self);
+void qn_pgw_pool_gauges (qn_pgw_t *self);
 void qn_pgw_send_reply (qn_pgw_t *self, const char *to, uint64_t corr, uint16_t type);
 void qn_pgw_reply_error (qn_pgw_t *self, const char *to, uint64_t corr, const char *sqlstate,
                          const char *message, const char *detail);
