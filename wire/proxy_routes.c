@@ -38,6 +38,21 @@ static const s_row_t s_table [] = {
     { "GET",    "/api/v1/status/buffers", QN_PR_CLUSTER, 0 },
     { "GET",    "/api/v1/analytics/postgres-stats", QN_PR_CLUSTER, 0 },
     { "POST",   "/internal/api/notify", QN_PR_CLUSTER, 0 },
+    //  ephemeral queues are named cell-wide, not per tenant (docs/ephemeral.md)
+    { "POST",   "/api/v1/ephemeral/queues/:name", QN_PR_CLUSTER, 0 },
+    { "POST",   "/api/v1/ephemeral/queues/:name/send", QN_PR_CLUSTER, 0 },
+    { "GET",    "/api/v1/ephemeral/queues/:name/receive", QN_PR_CLUSTER, 0 },
+    { "POST",   "/api/v1/ephemeral/queues/:name/request", QN_PR_CLUSTER, 0 },
+    { "POST",   "/api/v1/ephemeral/reply", QN_PR_CLUSTER, 0 },
+    { "POST",   "/api/v1/ephemeral/topics/:name/subscribe", QN_PR_CLUSTER, 0 },
+    { "GET",    "/api/v1/ephemeral/topics/:name/subscribers", QN_PR_CLUSTER, 0 },
+    { "POST",   "/api/v1/ephemeral/topics/:name/publish", QN_PR_CLUSTER, 0 },
+    { "GET",    "/api/v1/ephemeral/topics/:name/poll", QN_PR_CLUSTER, 0 },
+    { "GET",    "/api/v1/ephemeral/stats", QN_PR_CLUSTER, 0 },
+    //  the dashboard's page and assets (no data: every call it makes is
+    //  an API route checked on its own)
+    { "GET",    "/", QN_PR_FORWARD, ALL },
+    { "GET",    "/dashboard/:file", QN_PR_FORWARD, ALL },
     //  write path
     { "POST",   "/api/v1/push", QN_PR_FORWARD, PROD },
     { "POST",   "/api/v1/configure", QN_PR_FORWARD, RW },
@@ -53,6 +68,10 @@ static const s_row_t s_table [] = {
     { "GET",    "/api/v1/resources/overview", QN_PR_FORWARD, READ },
     { "GET",    "/api/v1/resources/queues", QN_PR_FORWARD, READ },
     { "GET",    "/api/v1/resources/queues/:queue", QN_PR_FORWARD, READ },
+    { "GET",    "/api/v1/resources/queue-summaries", QN_PR_FORWARD, READ },
+    { "GET",    "/api/v1/resources/queues/:queue/partitions", QN_PR_FORWARD, READ },
+    { "GET",    "/api/v1/resources/kv-buckets", QN_PR_FORWARD, READ },
+    { "GET",    "/api/v1/resources/streams", QN_PR_FORWARD, READ },
     { "GET",    "/api/v1/resources/namespaces", QN_PR_FORWARD, READ },
     { "GET",    "/api/v1/resources/tasks", QN_PR_FORWARD, READ },
     { "GET",    "/api/v1/messages", QN_PR_FORWARD, READ },

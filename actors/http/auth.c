@@ -11,7 +11,8 @@
     every route above public), else the JWT's JWT_TENANT_CLAIM; otherwise
     the default tenant "". A raw X-Queen-Tenant header, or an assertion
     without the secret, is refused with 401; a named tenant on a
-    cluster-wide route (system, buffers, postgres-stats, internal) 403.
+    cluster-wide route (system, buffers, postgres-stats, internal,
+    ephemeral) 403.
     Keys: JWT_SECRET (HS256) and JWT_PUBLIC_KEY (RS256 / EdDSA) are loaded
     once; JWKS keys arrive as "jwks" events from the jwks actor, which
     fetches them in the background. A token naming an unknown key makes
@@ -246,6 +247,9 @@ static const char *const s_cluster_routes [] [4] = {
     { "api", "v1", "status", "buffers" },
     { "api", "v1", "analytics", "postgres-stats" },
     { "internal", NULL, NULL, NULL },
+    //  Ephemeral queues and topics are named cell-wide, not per tenant
+    //  (docs/ephemeral.md): the operator's until they are scoped.
+    { "api", "v1", "ephemeral", NULL },
 };
 
 static bool
