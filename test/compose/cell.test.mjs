@@ -2,25 +2,58 @@
 //  (run by test/compose/run.sh, which brings the cell up and down).
 //
 //  Environment: QN_CELL_URL_1, QN_CELL_URL_2 (the two brokers as published
-//  on the host), QN_CELL_PROJECT (the compose project: containers are
-//  <project>_<service>_1).
+//  on the host), QN_CELL_PROXY (queen-proxy), QN_CELL_PROJECT (the compose
+//  project: containers are <project>_<service>_1), QN_CELL_SECRET (the
+//  brokers' TENANT_ASSERTION_SECRET, as compose.yaml sets it).
+//
+//  Clients go through the proxy with a tenant key made by `queen-proxy
+//  create-tenant`; the test reaches a broker directly only as the proxy
+//  does, with an assertion for that tenant (wire/tenant_assert.h).
 
-import { test } from 'node:test';
+import { test, before } from 'node:test';
 import assert from 'node:assert/strict';
+import crypto from 'node:crypto';
 import { execFileSync } from 'node:child_process';
 import {
     configureQueue, pushItems, pop, ackBatch, request, waitFor, sleep,
 } from '../integration/lib.mjs';
 
-const URL1 = process.env.QN_CELL_URL_1;
-const URL2 = process.env.QN_CELL_URL_2;
+const BROKER1 = process.env.QN_CELL_URL_1;
+const BROKER2 = process.env.QN_CELL_URL_2;
+const PROXY = process.env.QN_CELL_PROXY;
 const PROJECT = process.env.QN_CELL_PROJECT;
-assert.ok(URL1 && URL2 && PROJECT, 'run by test/compose/run.sh');
+const SECRET = process.env.QN_CELL_SECRET;
+assert.ok(BROKER1 && BROKER2 && PROXY && PROJECT && SECRET, 'run by test/compose/run.sh');
+const TENANT = 'cell';
+let KEY = '';
+
+//  X-Queen-Assertion for TENANT as the proxy signs it: v1.<b64url(tenant LF
+//  role LF seconds LF subject)>.<b64url(HMAC(HMAC(secret, label), signed))>.
+function assertion (role = 'read-write') {
+    const payload = Buffer.from(`${TENANT}\n${role}\n${Math.floor(Date.now() / 1000)}\ncompose-test`)
+        .toString('base64url');
+    const signed = `v1.${payload}`;
+    const key = crypto.createHmac('sha256', SECRET).update('queen-tenant-assertion-v1').digest();
+    return `${signed}.${crypto.createHmac('sha256', key).update(signed).digest('base64url')}`;
+}
+
+//  Each URL with the headers that authenticate it as TENANT.
+const via = {
+    proxy: () => ({ url: PROXY, headers: { authorization: `Bearer ${KEY}` } }),
+    broker1: () => ({ url: BROKER1, headers: { 'x-queen-assertion': assertion() } }),
+    broker2: () => ({ url: BROKER2, headers: { 'x-queen-assertion': assertion() } }),
+};
 
 function podman (...args) {
     return execFileSync('podman', args, { encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] }).trim();
 }
 const container = (service) => `${PROJECT}_${service}_1`;
+
+before(() => {
+    const out = podman('exec', container('proxy'), 'queen-proxy', 'create-tenant', TENANT);
+    KEY = JSON.parse(out.split('\n').filter((l) => l.startsWith('{')).pop()).key;
+    assert.match(KEY, /^qk_/);
+});
 
 async function healthy (url) {
     try {
@@ -42,11 +75,12 @@ function items (queue, prefix, from, n, parts) {
 //  Consumes `queue` as `group` through `url` until `want` distinct messages
 //  arrived (or a pass finds nothing for 10 s); acks each batch. Resolves to
 //  { seen: Map(i -> count) }.
-async function consume (url, queue, group, want) {
+async function consume (door, queue, group, want) {
     const seen = new Map();
     let idle = 0;
     while (seen.size < want && idle < 10) {
-        const res = await pop(url, queue, { consumerGroup: group, batch: 500, wait: true, timeout: 1000 });
+        const { url, headers } = door();
+        const res = await pop(url, queue, { headers, consumerGroup: group, batch: 500, wait: true, timeout: 1000 });
         if (!res.messages.length) {
             idle++;
             continue;
@@ -56,7 +90,7 @@ async function consume (url, queue, group, want) {
             seen.set(m.data.i, (seen.get(m.data.i) || 0) + 1);
         await ackBatch(url, res.messages.map((m) => ({
             transactionId: m.transactionId, partitionId: m.partitionId, leaseId: m.leaseId, status: 'completed',
-        })), { consumerGroup: group, success: true });
+        })), { consumerGroup: group, success: true, headers: door().headers });
     }
     return seen;
 }
@@ -74,34 +108,57 @@ function exactlyOnce (seen, from, n) {
     assert.equal(seen.size, n, 'no message outside the range');
 }
 
-test('both brokers serve the same queues', async () => {
-    assert.ok(await healthy(URL1), 'broker 1 healthy');
-    assert.ok(await healthy(URL2), 'broker 2 healthy');
+//  Pushes n items of `prefix` numbered from `from` through a door.
+async function pushVia (door, queue, prefix, from, n, parts, opts = {}) {
+    const { url, headers } = door();
+    return pushItems(url, items(queue, prefix, from, n, parts), { headers, ...opts });
+}
+
+async function configureVia (door, queue, options = {}) {
+    const { url, headers } = door();
+    return configureQueue(url, queue, options, {}, { headers });
+}
+
+test('the proxy and both brokers are healthy; the brokers trust only the proxy', async () => {
+    assert.ok(await healthy(PROXY), 'proxy healthy');
+    assert.ok(await healthy(BROKER1), 'broker 1 healthy');
+    assert.ok(await healthy(BROKER2), 'broker 2 healthy');
+    const who = await request(PROXY, '/proxy/v1/whoami', { headers: via.proxy().headers });
+    assert.equal(who.body.tenant, TENANT, who.raw);
+    //  No assertion, or a proxy key sent straight to a broker: refused.
+    await request(BROKER1, '/api/v1/resources/queues', { expect: 401 });
+    await request(BROKER1, '/api/v1/resources/queues', { headers: via.proxy().headers, expect: 401 });
 });
 
-test('10,000 messages pushed on broker 1 over 200 partitions are consumed on broker 2 exactly once', async () => {
-    await configureQueue(URL1, 'cell-orders', { leaseTime: 30 });
+test('10,000 messages pushed through the proxy over 200 partitions are consumed on broker 2 exactly once', async () => {
+    await configureVia(via.proxy, 'cell-orders', { leaseTime: 30 });
     for (let from = 0; from < 10000; from += 500)
-        await pushItems(URL1, items('cell-orders', 'o', from, 500, 200), { queued: true });
-    const seen = await consume(URL2, 'cell-orders', 'billing', 10000);
+        await pushVia(via.proxy, 'cell-orders', 'o', from, 500, 200, { queued: true });
+    const seen = await consume(via.broker2, 'cell-orders', 'billing', 10000);
     exactlyOnce(seen, 0, 10000);
 });
 
-test('a long-poll parked on broker 2 is delivered a push made on broker 1', async () => {
-    await configureQueue(URL1, 'cell-wake', {});
-    const t0 = Date.now();
-    const parked = pop(URL2, 'cell-wake', { wait: true, timeout: 20000 });
-    await sleep(300);
-    await pushItems(URL1, items('cell-wake', 'w', 0, 1, 1), { queued: true });
-    const res = await parked;
-    assert.equal(res.status, 200);
-    assert.equal(res.messages[0].data.i, 0);
-    //  Without the mesh the wake-up comes from the safety-net timer (3 s).
-    assert.ok(Date.now() - t0 < 5000, `woken after ${Date.now() - t0} ms`);
+test('a long-poll parked on broker 2 wakes for a push on broker 1 through the mesh', async () => {
+    await configureVia(via.broker1, 'cell-wake', {});
+    for (let round = 0; round < 3; round++) {
+        const parked = pop(BROKER2, 'cell-wake', { headers: via.broker2().headers, wait: true, timeout: 20000 });
+        await sleep(300);
+        const t0 = Date.now();
+        await pushVia(via.broker1, 'cell-wake', 'w', round, 1, 1, { queued: true });
+        const res = await parked;
+        const took = Date.now() - t0;
+        assert.equal(res.status, 200);
+        assert.equal(res.messages[0].data.i, round);
+        //  The mesh wakes it at once; the safety net alone would take up to 3 s.
+        assert.ok(took < 1000, `round ${round}: woken ${took} ms after the push`);
+        await ackBatch(BROKER2, [{ transactionId: res.messages[0].transactionId,
+            partitionId: res.messages[0].partitionId, leaseId: res.messages[0].leaseId, status: 'completed' }],
+        { headers: via.broker2().headers, success: true });
+    }
 });
 
-test('kill -9 of broker 1: traffic continues on broker 2, broker 1 restarts by its policy', async () => {
-    await configureQueue(URL2, 'cell-kill', {});
+test('kill -9 of broker 1: traffic through the proxy continues, broker 1 restarts by its policy and rejoins', async () => {
+    await configureVia(via.proxy, 'cell-kill', {});
     const before = podman('inspect', container('queen-1'), '--format', '{{.State.StartedAt}}');
     //  A crash, not an operator's stop: SIGKILL to the broker process from
     //  outside (`podman kill` would count as a stop by the user, which
@@ -110,23 +167,26 @@ test('kill -9 of broker 1: traffic continues on broker 2, broker 1 restarts by i
     assert.ok(pid > 1, `broker 1 runs as pid ${pid}`);
     process.kill(pid, 'SIGKILL');
     for (let from = 0; from < 1000; from += 250)
-        await pushItems(URL2, items('cell-kill', 'k', from, 250, 20), { queued: true });
-    const seen = await consume(URL2, 'cell-kill', 'g', 1000);
-    exactlyOnce(seen, 0, 1000);
-    //  restart: unless-stopped brings it back, healthy again.
+        await pushVia(via.proxy, 'cell-kill', 'k', from, 250, 20, { queued: true });
+    exactlyOnce(await consume(via.proxy, 'cell-kill', 'g', 1000), 0, 1000);
+    //  restart: unless-stopped brings it back, healthy again, in the mesh.
     await waitFor(async () => podman('inspect', container('queen-1'), '--format', '{{.State.StartedAt}}') !== before
-        && await healthy(URL1), 90000, 500);
-    await pushItems(URL1, items('cell-kill', 'k', 1000, 10, 20), { queued: true });
-    exactlyOnce(await consume(URL1, 'cell-kill', 'g', 10), 1000, 10);
+        && await healthy(BROKER1), 90000, 500);
+    await waitFor(async () => {
+        const h = await request(BROKER1, '/health', { expect: [200, 503] });
+        return (h.body?.mesh?.peers || []).some((p) => p.state === 'up' || p.up === true);
+    }, 30000, 500);
+    await pushVia(via.broker1, 'cell-kill', 'k', 1000, 10, 20, { queued: true });
+    exactlyOnce(await consume(via.broker1, 'cell-kill', 'g', 10), 1000, 10);
 });
 
 test('PostgreSQL stopped for 10 s: pushes are spooled, then replayed, nothing lost', async () => {
-    await configureQueue(URL1, 'cell-outage', {});
+    await configureVia(via.broker1, 'cell-outage', {});
     podman('stop', '-t', '5', container('postgres'));
     const t0 = Date.now();
     let buffered = 0;
     for (let from = 0; from < 500; from += 50) {
-        const res = await pushItems(URL1, items('cell-outage', 'x', from, 50, 10));
+        const res = await pushVia(via.broker1, 'cell-outage', 'x', from, 50, 10);
         for (const r of res)
             if (r.status === 'buffered')
                 buffered++;
@@ -134,7 +194,6 @@ test('PostgreSQL stopped for 10 s: pushes are spooled, then replayed, nothing lo
     assert.ok(buffered > 0, 'pushes during the outage were buffered');
     await sleep(Math.max(0, 10000 - (Date.now() - t0)));
     podman('start', container('postgres'));
-    await waitFor(async () => await healthy(URL1) && await healthy(URL2), 120000, 500);
-    const seen = await consume(URL2, 'cell-outage', 'g', 500);
-    exactlyOnce(seen, 0, 500);
+    await waitFor(async () => await healthy(BROKER1) && await healthy(BROKER2), 120000, 500);
+    exactlyOnce(await consume(via.broker2, 'cell-outage', 'g', 500), 0, 500);
 });

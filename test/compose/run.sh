@@ -51,6 +51,17 @@ cleanup () {
             echo "compose: down -v (project $PROJECT)"
             compose down -v --remove-orphans -t 5 >"$WORK/down.log" 2>&1 \
                 || { cat "$WORK/down.log" >&2; rc=1; }
+            #  A container that its restart policy was bringing back while
+            #  `down` ran (a crash-looping broker) can escape it: remove it,
+            #  say so, then check that nothing is left.
+            late=$(podman ps -a --filter "label=com.docker.compose.project=$PROJECT" -q)
+            if [ -n "$late" ]; then
+                echo "compose: down left $(echo "$late" | wc -l) restarting container(s); removing them" >&2
+                # shellcheck disable=SC2086
+                podman rm -f $late >/dev/null 2>&1 || true
+                podman network ls -q | grep "^${PROJECT}_" | xargs -r podman network rm >/dev/null 2>&1 || true
+                podman volume ls -q | grep "^${PROJECT}_" | xargs -r podman volume rm >/dev/null 2>&1 || true
+            fi
             left=$(podman ps -a --filter "label=com.docker.compose.project=$PROJECT" -q | wc -l)
             nets=$(podman network ls -q | grep -c "^${PROJECT}_" || true)
             vols=$(podman volume ls -q | grep -c "^${PROJECT}_" || true)
@@ -117,8 +128,15 @@ TICKER=$!
 QUEEN_1_PORT=$(sh scripts/pg.sh freeport)
 QUEEN_2_PORT=$(sh scripts/pg.sh freeport)
 while [ "$QUEEN_2_PORT" = "$QUEEN_1_PORT" ]; do QUEEN_2_PORT=$(sh scripts/pg.sh freeport); done
-export QUEEN_1_PORT QUEEN_2_PORT
-echo "compose: up (project $PROJECT; brokers on :$QUEEN_1_PORT and :$QUEEN_2_PORT)"
+QUEEN_PROXY_PORT=$(sh scripts/pg.sh freeport)
+while [ "$QUEEN_PROXY_PORT" = "$QUEEN_1_PORT" ] || [ "$QUEEN_PROXY_PORT" = "$QUEEN_2_PORT" ]; do
+    QUEEN_PROXY_PORT=$(sh scripts/pg.sh freeport)
+done
+#  Secrets of this run, never the file's local-use defaults.
+TENANT_ASSERTION_SECRET=$(head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \n')
+MESH_SECRET=$(head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \n')
+export QUEEN_1_PORT QUEEN_2_PORT QUEEN_PROXY_PORT TENANT_ASSERTION_SECRET MESH_SECRET
+echo "compose: up (project $PROJECT; brokers on :$QUEEN_1_PORT and :$QUEEN_2_PORT, proxy on :$QUEEN_PROXY_PORT)"
 t0=$(date +%s)
 compose up -d --no-build >"$WORK/up.log" 2>&1 || { cat "$WORK/up.log" >&2; exit 1; }
 n=0
@@ -138,7 +156,8 @@ done
 echo "compose: $total containers healthy in $(( $(date +%s) - t0 )) s"
 
 QN_CELL_PROJECT="$PROJECT" QN_CELL_URL_1="http://127.0.0.1:$QUEEN_1_PORT" \
-QN_CELL_URL_2="http://127.0.0.1:$QUEEN_2_PORT" \
+QN_CELL_URL_2="http://127.0.0.1:$QUEEN_2_PORT" QN_CELL_PROXY="http://127.0.0.1:$QUEEN_PROXY_PORT" \
+QN_CELL_SECRET="$TENANT_ASSERTION_SECRET" \
     node --test --test-concurrency=1 --test-reporter=spec --test-timeout=900000 \
          test/compose/cell.test.mjs
 echo "compose: all passed"

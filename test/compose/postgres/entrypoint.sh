@@ -8,7 +8,10 @@ if [ ! -s "$PGDATA/PG_VERSION" ]; then
     [ -n "${POSTGRES_PASSWORD:-}" ] || { echo "entrypoint: POSTGRES_PASSWORD is required" >&2; exit 1; }
     pw=$(mktemp)
     printf '%s\n' "$POSTGRES_PASSWORD" > "$pw"
+    #  UTF8 as the official image (its locale is en_US.utf8; C here, which
+    #  a minimal Debian has and which sorts as Queen's COLLATE "C" anyway).
     initdb -D "$PGDATA" -U "$POSTGRES_USER" --pwfile="$pw" --auth-local=trust \
+           --encoding=UTF8 --locale=C \
            --auth-host=scram-sha-256 >/dev/null
     rm -f "$pw"
     echo "host all all all scram-sha-256" >> "$PGDATA/pg_hba.conf"
