@@ -31,7 +31,10 @@
     X (QN_MSG_MAINT_STATE,   103)  /* event "maintenance", reply to MAINT_SET */ \
     X (QN_MSG_SPOOL_STATS_ASK, 104) /* system routes -> spool (wire/msg_spool.h) */ \
     X (QN_MSG_SPOOL_STATS_REPLY, 105) /* spool -> asker: counts */ \
-    X (QN_MSG_SPOOL_DRAINED, 106)  /* spool -> pg_writer: all replayed [appends] */
+    X (QN_MSG_SPOOL_DRAINED, 106)  /* spool -> pg_writer: all replayed [appends] */ \
+    X (QN_MSG_KAFKA_REQUEST, 200)  /* kafka_acceptor -> kafka: one frame (wire/msg_kafka.h) */ \
+    X (QN_MSG_KAFKA_RESPONSE, 201) /* kafka -> kafka_acceptor: its answer, in order */ \
+    X (QN_MSG_KAFKA_CLOSED,  202)  /* kafka_acceptor -> kafka: client gone */
 
 typedef enum {
 #define QN_MSG_ENUM(name, num) name = num,
