@@ -63,6 +63,15 @@ typedef struct {
     char *jwt_role_read_write;
     char *jwt_role_read_only;
     char *jwt_skip_paths;       //  Comma-separated; "/x/" is a prefix
+    //  Kafka front door (docs/kafka.md)
+    int64_t kafka_port;         //  0 = off
+    char *kafka_advertised_host;
+    int64_t kafka_default_partitions;
+    int64_t kafka_max_partitions;
+    bool kafka_auto_create_topics;
+    bool kafka_allow_delete_topics;
+    int64_t kafka_max_request_bytes;
+    int64_t kafka_node_id;
     bool embedded;              //  Not a setting: PG_HOST was unset
 } qn_config_t;
 

@@ -101,6 +101,22 @@ static const qn_sql_stmt_t s_stmts [QN_SQL_COUNT_] = {
           TA, TA, TA, QN_OID_BYTEA_ARR, TA, QN_OID_BOOL_ARR, QN_OID_INT8_ARR, QN_OID_INT8_ARR,
           QN_OID_BYTEA_ARR },
         .wake_queue_col = 5, .wake_kind_col = 2 },     //  queue_name of push and ack rows
+    //  Kafka front door (schema/functions/60_kafka.sql, actors/kafka/codec.c)
+    [QN_SQL_KAFKA_TOPICS] = { "kafka_topics",
+        "SELECT name, partitions, err FROM queen.kafka_topics ($1, $2, $3, $4)", 4,
+        { T, TA, QN_OID_BOOL, QN_OID_INT4 } },
+    [QN_SQL_KAFKA_FETCH] = { "kafka_fetch",
+        "SELECT err, hwm, log_start, koffset, ts_ms, key, value, headers, encrypted"
+        " FROM queen.kafka_fetch ($1, $2, $3, $4, $5, $6)", 6,
+        { T, T, QN_OID_INT4, QN_OID_INT8, QN_OID_INT4, QN_OID_INT4 } },
+    [QN_SQL_KAFKA_LIST_OFFSET] = { "kafka_list_offset",
+        "SELECT err, koffset, ts_ms FROM queen.kafka_list_offset ($1, $2, $3, $4)", 4,
+        { T, T, QN_OID_INT4, QN_OID_INT8 } },
+    [QN_SQL_KAFKA_CREATE_TOPIC] = { "kafka_create_topic",
+        "SELECT queen.kafka_create_topic ($1, $2, $3, $4, $5)", 5,
+        { T, T, QN_OID_INT4, QN_OID_INT4, QN_OID_BOOL } },
+    [QN_SQL_KAFKA_DELETE_TOPIC] = { "kafka_delete_topic",
+        "SELECT queen.kafka_delete_topic ($1, $2)", 2, { T, T } },
 };
 
 const qn_sql_stmt_t *

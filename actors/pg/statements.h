@@ -41,6 +41,12 @@ typedef enum {
     QN_SQL_TIMER_FIRE,
     QN_SQL_STATE_SWEEP,         //  Expired kv rows and old fired-timer records
     QN_SQL_BUNDLE,              //  Transactions with riders (schema/functions/32_bundle.sql)
+    //  Kafka front door (schema/functions/60_kafka.sql)
+    QN_SQL_KAFKA_TOPICS,
+    QN_SQL_KAFKA_FETCH,
+    QN_SQL_KAFKA_LIST_OFFSET,
+    QN_SQL_KAFKA_CREATE_TOPIC,
+    QN_SQL_KAFKA_DELETE_TOPIC,
     QN_SQL_COUNT_
 } qn_sql_id_t;
 
