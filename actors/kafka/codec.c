@@ -46,7 +46,8 @@ typedef struct s_req_s s_req_t;
 typedef struct {
     s_req_t *req;
     int32_t topic, part;        //  Indexes into the request
-    qn_pg_result_t res;
+    qn_pg_result_t res;         //  Its rows point into raw
+    char *raw;                  //  Owned: a copy of the reply body
     bool done;
 } s_part_t;
 
@@ -97,11 +98,20 @@ static void s_fetch_run (self_t *self, s_req_t *r);
 // ------------------------------------------------------------------ requests
 
 static void
+s_part_clear (s_part_t *p)
+{
+    if (p->done)
+        qn_pg_result_free (&p->res);
+    free (p->raw);
+    p->raw = NULL;
+    p->done = false;
+}
+
+static void
 s_req_free (s_req_t *r)
 {
     for (int32_t i = 0; i < r->part_count; i++)
-        if (r->parts [i].done)
-            qn_pg_result_free (&r->parts [i].res);
+        s_part_clear (&r->parts [i]);
     free (r->parts);
     qn_karena_free (&r->arena);
     free (r->payload);
@@ -323,9 +333,13 @@ s_on_part_result (void *self_, void *arg, const qn_env_t *env)
 {
     s_part_t *p = arg;
     s_req_t *r = p->req;
-    if (p->done)
-        qn_pg_result_free (&p->res);
-    qn_pg_result_decode (env ? env->body.ptr : NULL, env ? env->body.len : 0, &p->res);
+    s_part_clear (p);
+    //  The rows are read after this handler: decode a copy of the body.
+    if (env) {
+        p->raw = qn_malloc (env->body.len ? env->body.len : 1);
+        memcpy (p->raw, env->body.ptr, env->body.len);
+    }
+    qn_pg_result_decode (p->raw, env ? env->body.len : 0, &p->res);
     p->done = true;
     if (--r->pending == 0)
         s_parts_done (self_, r);
@@ -362,8 +376,7 @@ s_parts_run (self_t *self, s_req_t *r)
                              S_PG_TIMEOUT_MS, s_on_part_result, p);
         qn_pg_args_free (&a);
         if (rc) {
-            if (p->done)
-                qn_pg_result_free (&p->res);
+            s_part_clear (p);
             qn_pg_result_decode (NULL, 0, &p->res);
             p->done = true;
             r->pending--;
@@ -586,10 +599,7 @@ static void
 s_fetch_run (self_t *self, s_req_t *r)
 {
     for (int32_t i = 0; i < r->part_count; i++)
-        if (r->parts [i].done) {
-            qn_pg_result_free (&r->parts [i].res);
-            r->parts [i].done = false;
-        }
+        s_part_clear (&r->parts [i]);
     s_parts_run (self, r);
 }
 
