@@ -409,6 +409,43 @@ qn_kafka_batches_decode (const void *buf, size_t len, size_t max_batch_bytes,
     return 0;
 }
 
+// ---------------------------------------------------------------- stored headers
+
+void
+qn_kafka_headers_encode (qn_buf_t *out, const qn_kafka_header_kv_t *h, int32_t n)
+{
+    qn_kw_varint (out, n);
+    for (int32_t i = 0; i < n; i++) {
+        qn_kw_varint (out, h [i].key.len < 0 ? 0 : h [i].key.len);
+        if (h [i].key.len > 0)
+            qn_buf_append (out, h [i].key.ptr, (size_t) h [i].key.len);
+        qn_kw_varint (out, h [i].value.len < 0 ? -1 : h [i].value.len);
+        if (h [i].value.len > 0)
+            qn_buf_append (out, h [i].value.ptr, (size_t) h [i].value.len);
+    }
+}
+
+int
+qn_kafka_headers_decode (const void *buf, size_t len, qn_karena_t *arena,
+                         qn_kafka_header_kv_t **out, int32_t *n)
+{
+    qn_kr_t r;
+    qn_kr_init (&r, buf, len);
+    int32_t count = qn_kr_varint (&r);
+    if (r.err || count < 0 || (size_t) count > qn_kr_left (&r) / 2)
+        return -1;
+    qn_kafka_header_kv_t *h = count ? qn_karena_alloc (arena, (size_t) count * sizeof *h) : NULL;
+    for (int32_t i = 0; i < count && !r.err; i++) {
+        h [i].key = s_var_slice (&r, false);
+        h [i].value = s_var_slice (&r, true);
+    }
+    if (r.err || qn_kr_left (&r) != 0)
+        return -1;
+    *out = h;
+    *n = count;
+    return 0;
+}
+
 // ---------------------------------------------------------------- encoding
 
 size_t

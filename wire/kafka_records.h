@@ -114,6 +114,16 @@ int
     qn_kafka_batch_encode (qn_buf_t *out, const qn_kafka_batch_spec_t *spec,
                            const qn_kafka_record_t *recs, int n);
 
+//  A record's headers as stored beside a message (queen.message_meta):
+//  the record's own header section, VARINT count then per header VARINT
+//  key length, key, VARINT value length (-1 = null), value.
+void
+    qn_kafka_headers_encode (qn_buf_t *out, const qn_kafka_header_kv_t *h, int32_t n);
+//  0 with *out (in the arena) and *n, or -1 for bytes of another shape.
+int
+    qn_kafka_headers_decode (const void *buf, size_t len, qn_karena_t *arena,
+                             qn_kafka_header_kv_t **out, int32_t *n);
+
 //  Bytes the uncompressed encoding of `rec` takes inside a batch
 //  (length prefix included): lets a Fetch stay under its byte limits.
 size_t

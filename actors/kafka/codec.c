@@ -6,8 +6,12 @@
     answers leave in order; connections are independent.
     Built: ApiVersions (an unsupported version gets the v0 body with error
     35), Metadata (catalogue statement kafka_topics on pg_writer: it may
-    auto-create), ListOffsets and Fetch (kafka_list_offset / kafka_fetch
-    on pg_reader, one statement per partition, all in flight together).
+    auto-create), Produce v3-7 (RecordBatch v2, every codec, acks 0/1/-1;
+    one kafka_push statement on pg_writer per request: one transaction;
+    not through PUSH, so no spool: an outage answers 7 REQUEST_TIMED_OUT,
+    which clients retry), ListOffsets and Fetch (kafka_list_offset /
+    kafka_fetch on pg_reader, one statement per partition, all in flight
+    together).
     A Fetch that finds nothing waits up to its max_wait_ms and runs again
     when a "committed" event names one of its topics. Every other API of
     the advertised table, and any key or version outside it, closes the
@@ -31,6 +35,7 @@
 #include "wire/msg_kafka.h"
 #include "wire/msg_pg.h"
 
+#include <sodium.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -38,6 +43,8 @@
 #define S_PG_TIMEOUT_MS 30000
 #define S_FETCH_ROWS    500             //  Records per partition and statement
 #define S_MAX_WAIT_MS   30000           //  Cap on a client's max_wait_ms
+#define S_MAX_BATCH     1048588         //  Kafka's default max.message.bytes
+#define S_NAME_MAX      255             //  Longest native partition name
 
 typedef struct s_conn_s s_conn_t;
 typedef struct s_req_s s_req_t;
@@ -65,7 +72,10 @@ struct s_req_s {
         qn_kafka_fetch_req_t fetch;
         qn_kafka_list_offsets_req_t lo;
         qn_kafka_metadata_req_t md;
+        qn_kafka_produce_req_t pr;
     } u;
+    qn_kafka_produce_resp_t presp;  //  Produce: the answer being built
+    int32_t *pfirst;            //  Produce: first item of each partition (arena)
     s_part_t *parts;            //  Fetch / ListOffsets partitions
     int32_t part_count;
     int32_t pending;            //  Statements in flight
@@ -484,6 +494,12 @@ s_fetch_batch (s_req_t *r, const qn_pg_result_t *res, qn_buf_t *out)
         rec->timestamp_delta = ts - first_ts;
         rec->key = s_col_str (res, i, 5);
         rec->value = s_col_str (res, i, 6);
+        qn_kstr_t h = s_col_str (res, i, 7);
+        if (h.len > 0 && qn_kafka_headers_decode (h.ptr, (size_t) h.len, &r->arena,
+                                                  &rec->headers, &rec->header_count)) {
+            rec->headers = NULL;
+            rec->header_count = 0;
+        }
     }
     qn_kafka_batch_spec_t spec = { base, first_ts, 0, -1, -1, -1 };
     size_t before = out->len;
@@ -635,6 +651,209 @@ s_on_committed (void *self_, const qn_env_t *env)
     return 0;
 }
 
+
+// ------------------------------------------------------------------ Produce
+
+//  Valid UTF-8 without NUL (a PostgreSQL text value).
+static bool
+s_utf8_ok (const char *p, int32_t len)
+{
+    const uint8_t *s = (const uint8_t *) p;
+    for (int32_t i = 0; i < len; ) {
+        uint8_t c = s [i];
+        int n = c < 0x80 ? 0 : (c & 0xe0) == 0xc0 ? 1 : (c & 0xf0) == 0xe0 ? 2 : (c & 0xf8) == 0xf0 ? 3 : -1;
+        if (c == 0 || n < 0 || (n == 1 && c < 0xc2) || i + n >= len + (n == 0))
+            return false;
+        for (int k = 1; k <= n; k++)
+            if ((s [i + k] & 0xc0) != 0x80)
+                return false;
+        i += n + 1;
+    }
+    return true;
+}
+
+//  The native partition of a record key (spec §6.2): the key itself when
+//  it is valid UTF-8 of 1..255 bytes, else "_kb64:" + base64url(key) cut
+//  to 255 bytes with the raw key kept (*raw set); NULL key: Default.
+static qn_kstr_t
+s_key_partition (s_req_t *r, qn_kstr_t key, bool *raw)
+{
+    *raw = false;
+    if (key.len < 0)
+        return QN_KSTR_NULL;
+    if (key.len >= 1 && key.len <= S_NAME_MAX && s_utf8_ok (key.ptr, key.len))
+        return key;
+    *raw = true;
+    size_t cap = sodium_base64_ENCODED_LEN ((size_t) key.len, sodium_base64_VARIANT_URLSAFE_NO_PADDING);
+    char *name = qn_karena_alloc (&r->arena, 6 + cap);
+    memcpy (name, "_kb64:", 6);
+    sodium_bin2base64 (name + 6, cap, (const unsigned char *) key.ptr, (size_t) key.len,
+                       sodium_base64_VARIANT_URLSAFE_NO_PADDING);
+    size_t len = strlen (name);
+    return (qn_kstr_t) { name, (int32_t) (len > S_NAME_MAX ? S_NAME_MAX : len) };
+}
+
+static void
+s_produce_answer (self_t *self, s_req_t *r)
+{
+    if (r->u.pr.acks == 0) {
+        s_finish (self, r, NULL, false);    //  acks=0: no answer at all
+        return;
+    }
+    qn_buf_t b = QN_BUF_INIT;
+    s_resp_begin (&b, r);
+    qn_kafka_produce_resp_encode (&b, r->h.api_version, &r->presp);
+    s_finish (self, r, &b, false);
+    qn_buf_free (&b);
+}
+
+static void
+s_on_produce_result (void *self_, void *arg, const qn_env_t *env)
+{
+    s_req_t *r = arg;
+    qn_pg_result_t res;
+    qn_pg_result_decode (env ? env->body.ptr : NULL, env ? env->body.len : 0, &res);
+    bool failed = qn_pg_result_failed (&res, NULL, 0);
+    if (failed)
+        qn_warn ("kafka produce failed: sqlstate=%s message=%s", res.sqlstate, res.message);
+    int32_t k = 0;
+    for (int32_t t = 0; t < r->presp.topic_count; t++) {
+        qn_kafka_produce_topic_resp_t *rt = &r->presp.topics [t];
+        for (int32_t p = 0; p < rt->partition_count; p++, k++) {
+            qn_kafka_produce_part_resp_t *rp = &rt->partitions [p];
+            int32_t first = r->pfirst [k];
+            if (rp->error_code || first < 0)
+                continue;
+            int64_t err = 0, off = -1;
+            if (failed || (uint32_t) first >= res.row_count)
+                err = QN_KAFKA_REQUEST_TIMED_OUT;       //  Retriable (spec §8)
+            else {
+                s_col_int (&res, (uint32_t) first, 1, &err);
+                if (!s_col_int (&res, (uint32_t) first, 5, &off) && !err)
+                    err = QN_KAFKA_UNKNOWN_TOPIC_OR_PARTITION;
+            }
+            rp->error_code = (int16_t) err;
+            rp->base_offset = err ? -1 : off;
+            rp->log_start_offset = err ? -1 : 0;
+        }
+    }
+    qn_pg_result_free (&res);
+    s_produce_answer (self_, r);
+}
+
+//  Decodes every partition's batches, refuses what the spec refuses per
+//  partition, and stores the rest in one kafka_push call (one PostgreSQL
+//  transaction: each partition's records all or nothing).
+static void
+s_produce (self_t *self, s_req_t *r)
+{
+    qn_kafka_produce_req_t *pr = &r->u.pr;
+    int32_t slots = 0;
+    for (int32_t t = 0; t < pr->topic_count; t++)
+        slots += pr->topics [t].partition_count;
+    r->pfirst = slots ? qn_karena_alloc (&r->arena, (size_t) slots * sizeof *r->pfirst) : NULL;
+    r->presp.topic_count = pr->topic_count;
+    r->presp.topics = pr->topic_count
+                    ? qn_karena_alloc (&r->arena, (size_t) pr->topic_count * sizeof *r->presp.topics) : NULL;
+    //  Pass 1: decode, count records.
+    qn_kafka_batches_t *bs = slots ? qn_karena_alloc (&r->arena, (size_t) slots * sizeof *bs) : NULL;
+    uint32_t items = 0;
+    int32_t k = 0;
+    for (int32_t t = 0; t < pr->topic_count; t++) {
+        qn_kafka_produce_topic_resp_t *rt = &r->presp.topics [t];
+        rt->name = pr->topics [t].name;
+        rt->partition_count = pr->topics [t].partition_count;
+        rt->partitions = rt->partition_count
+                       ? qn_karena_alloc (&r->arena, (size_t) rt->partition_count * sizeof *rt->partitions) : NULL;
+        for (int32_t p = 0; p < rt->partition_count; p++, k++) {
+            qn_kafka_produce_part_t *pp = &pr->topics [t].partitions [p];
+            qn_kafka_produce_part_resp_t *rp = &rt->partitions [p];
+            rp->index = pp->index;
+            rp->base_offset = -1;
+            rp->log_append_time_ms = -1;
+            rp->log_start_offset = -1;
+            r->pfirst [k] = -1;
+            int err = 0;
+            if (pr->transactional_id.len >= 0)
+                err = QN_KAFKA_TRANSACTIONAL_ID_AUTH_FAILED;
+            else
+            if (pp->records.len <= 0)
+                err = QN_KAFKA_CORRUPT_MESSAGE;
+            else
+                err = qn_kafka_batches_decode (pp->records.ptr, (size_t) pp->records.len, S_MAX_BATCH,
+                                               true, &r->arena, &bs [k]);
+            for (int i = 0; !err && i < bs [k].count; i++)
+                if (bs [k].batches [i].attributes & QN_KAFKA_ATTR_TRANSACTIONAL)
+                    err = QN_KAFKA_INVALID_RECORD;
+            rp->error_code = (int16_t) err;
+            if (err)
+                continue;
+            uint32_t n = 0;
+            for (int i = 0; i < bs [k].count; i++)
+                n += (uint32_t) bs [k].batches [i].records_count;
+            if (n) {
+                r->pfirst [k] = (int32_t) items;
+                items += n;
+            }
+            else
+                rp->error_code = QN_KAFKA_CORRUPT_MESSAGE;
+        }
+    }
+    if (items == 0) {
+        s_produce_answer (self, r);
+        return;
+    }
+    //  Pass 2: the items as kafka_push's arrays, in partition order.
+    qn_pg_args_t a;
+    qn_pg_args_init (&a);
+    qn_pg_args_cstr (&a, "");
+    int64_t now_ms = (int64_t) (qn_wall_us () / 1000);
+    for (int col = 0; col < 9; col++) {
+        qn_pg_args_array (&a, items);
+        k = 0;
+        for (int32_t t = 0; t < pr->topic_count; t++)
+            for (int32_t p = 0; p < pr->topics [t].partition_count; p++, k++) {
+                if (r->presp.topics [t].partitions [p].error_code)
+                    continue;
+                for (int i = 0; i < bs [k].count; i++) {
+                    const qn_kafka_batch_t *b = &bs [k].batches [i];
+                    for (int32_t j = 0; j < b->records_count; j++) {
+                        const qn_kafka_record_t *rec = &b->records [j];
+                        bool raw;
+                        qn_kstr_t name = s_key_partition (r, rec->key, &raw);
+                        switch (col) {
+                            case 0: qn_pg_args_str (&a, pr->topics [t].name.ptr, (size_t) pr->topics [t].name.len); break;
+                            case 1: qn_pg_args_str (&a, name.len < 0 ? NULL : name.ptr, name.len < 0 ? 0 : (size_t) name.len); break;
+                            case 2: qn_pg_args_null (&a); break;
+                            case 3: qn_pg_args_bin (&a, rec->value.len > 0 ? rec->value.ptr : "", rec->value.len > 0 ? (size_t) rec->value.len : 0); break;
+                            case 4: qn_pg_args_int (&a, pr->topics [t].partitions [p].index); break;
+                            case 5: qn_pg_args_int (&a, (b->attributes & QN_KAFKA_ATTR_LOG_APPEND) ? now_ms
+                                                        : (int64_t) ((uint64_t) b->first_timestamp + (uint64_t) rec->timestamp_delta)); break;
+                            case 6: if (raw) qn_pg_args_bin (&a, rec->key.len ? rec->key.ptr : "", (size_t) rec->key.len);
+                                    else qn_pg_args_null (&a);
+                                    break;
+                            case 7: qn_pg_args_bool (&a, rec->value.len < 0); break;
+                            default:
+                                if (rec->header_count > 0) {
+                                    qn_buf_t hb = QN_BUF_INIT;
+                                    qn_kafka_headers_encode (&hb, rec->headers, rec->header_count);
+                                    qn_pg_args_bin (&a, hb.data, hb.len);
+                                    qn_buf_free (&hb);
+                                }
+                                else
+                                    qn_pg_args_null (&a);
+                        }
+                    }
+                }
+            }
+    }
+    int rc = qn_pg_call (self->kernel, "pg_writer", &self->exec, QN_SQL_KAFKA_PUSH, NULL, &a,
+                         S_PG_TIMEOUT_MS, s_on_produce_result, r);
+    qn_pg_args_free (&a);
+    if (rc)
+        s_on_produce_result (self, r, NULL);
+}
+
 // ------------------------------------------------------------------ dispatch
 
 //  Starts the connection's next request, if any and none is in progress.
@@ -673,6 +892,9 @@ s_start (self_t *self, s_conn_t *c)
         else
         if (key == QN_KAFKA_FETCH)
             rc = qn_kafka_fetch_req_decode (v, r->body, r->body_len, &r->arena, &r->u.fetch);
+        else
+        if (key == QN_KAFKA_PRODUCE)
+            rc = qn_kafka_produce_req_decode (v, r->body, r->body_len, &r->arena, &r->u.pr);
     }
     if (rc) {
         //  Unknown key, version outside the table, an API not built yet,
@@ -685,6 +907,9 @@ s_start (self_t *self, s_conn_t *c)
     }
     if (key == QN_KAFKA_METADATA)
         s_metadata (self, r);
+    else
+    if (key == QN_KAFKA_PRODUCE)
+        s_produce (self, r);
     else {
         s_parts_alloc (r);
         s_parts_run (self, r);

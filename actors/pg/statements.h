@@ -47,6 +47,7 @@ typedef enum {
     QN_SQL_KAFKA_LIST_OFFSET,
     QN_SQL_KAFKA_CREATE_TOPIC,
     QN_SQL_KAFKA_DELETE_TOPIC,
+    QN_SQL_KAFKA_PUSH,
     QN_SQL_COUNT_
 } qn_sql_id_t;
 

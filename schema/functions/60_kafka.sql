@@ -113,40 +113,54 @@ BEGIN
 END
 $$;
 
--- Kafka Produce: queen.push with the kparts and timestamps the producer
--- chose, then the message_meta rows (timestamp, raw key, null value,
--- headers) of the new messages; answers each item's kpart and offset (a
--- duplicate answers its original row's).
+-- Kafka Produce: queen.push of the items whose topic is a Kafka-visible
+-- queue of the tenant and whose kpart is inside it (others: err 3, not
+-- pushed; Produce never creates topics), with the kparts and timestamps the
+-- producer chose, then the message_meta rows (timestamp, raw key, null
+-- value, headers) of the new messages. Answers each item's kpart and
+-- offset (a duplicate answers its original row's) and its queue name (for
+-- the "committed" wake-up, statements.c).
 CREATE FUNCTION queen.kafka_push(p_tenant text, p_queues text[], p_parts text[], p_txn_ids text[],
   p_payloads bytea[], p_kparts int[], p_kts bigint[], p_raw_keys bytea[], p_value_null bool[],
   p_headers bytea[])
-RETURNS TABLE(ord int, seq bigint, partition_id bigint, queue_id int, duplicate bool, kpart int,
-              koffset bigint)
+RETURNS TABLE(ord int, err smallint, queue_name text, duplicate bool, kpart int, koffset bigint)
 LANGUAGE plpgsql AS $$
 #variable_conflict use_column
 DECLARE
-  n int := COALESCE(array_length(p_queues, 1), 0);
-  r_ord int[]; r_seq bigint[]; r_pid bigint[]; r_qid int[]; r_dup bool[];
+  v_ok  int[];
+  n     int;
+  r_ord int[]; r_seq bigint[]; r_pid bigint[]; r_dup bool[];
 BEGIN
-  IF n = 0 THEN
-    RETURN;
+  SELECT array_agg(t.o ORDER BY t.o) INTO v_ok
+    FROM unnest(p_queues, p_kparts) WITH ORDINALITY AS t(q, k, o)
+    JOIN queen.queues qq ON qq.tenant = p_tenant AND qq.name = t.q
+   WHERE t.k >= 0 AND t.k < qq.kafka_partitions;
+  n := COALESCE(array_length(v_ok, 1), 0);
+  IF n > 0 THEN
+    SELECT array_agg(v_ok[x.ord] ORDER BY x.ord), array_agg(x.seq ORDER BY x.ord),
+           array_agg(x.partition_id ORDER BY x.ord), array_agg(x.duplicate ORDER BY x.ord)
+      INTO r_ord, r_seq, r_pid, r_dup
+      FROM queen.push(p_tenant, ARRAY(SELECT p_queues[o] FROM unnest(v_ok) o),
+                      ARRAY(SELECT p_parts[o] FROM unnest(v_ok) o),
+                      ARRAY(SELECT p_txn_ids[o] FROM unnest(v_ok) o),
+                      ARRAY(SELECT p_payloads[o] FROM unnest(v_ok) o),
+                      array_fill(NULL::uuid, ARRAY[n]), array_fill(NULL::text, ARRAY[n]),
+                      array_fill(false, ARRAY[n]), false, NULL,
+                      ARRAY(SELECT p_kparts[o] FROM unnest(v_ok) o),
+                      ARRAY(SELECT p_kts[o] FROM unnest(v_ok) o)) x;
+    INSERT INTO queen.message_meta (partition_id, seq, ts_ms, raw_key, value_null, headers)
+    SELECT u.pid, u.seq, p_kts[u.o], p_raw_keys[u.o], COALESCE(p_value_null[u.o], false), p_headers[u.o]
+      FROM unnest(r_ord, r_pid, r_seq, r_dup) AS u(o, pid, seq, dup)
+     WHERE NOT u.dup
+    ON CONFLICT DO NOTHING;
   END IF;
-  SELECT array_agg(x.ord ORDER BY x.ord), array_agg(x.seq ORDER BY x.ord), array_agg(x.partition_id ORDER BY x.ord),
-         array_agg(x.queue_id ORDER BY x.ord), array_agg(x.duplicate ORDER BY x.ord)
-    INTO r_ord, r_seq, r_pid, r_qid, r_dup
-    FROM queen.push(p_tenant, p_queues, p_parts, p_txn_ids, p_payloads, array_fill(NULL::uuid, ARRAY[n]),
-                    array_fill(NULL::text, ARRAY[n]), array_fill(false, ARRAY[n]), false, NULL,
-                    p_kparts, p_kts) x;
-  INSERT INTO queen.message_meta (partition_id, seq, ts_ms, raw_key, value_null, headers)
-  SELECT u.pid, u.seq, p_kts[u.o], p_raw_keys[u.o], COALESCE(p_value_null[u.o], false), p_headers[u.o]
-    FROM unnest(r_pid, r_seq, r_dup) WITH ORDINALITY AS u(pid, seq, dup, o)
-   WHERE NOT u.dup
-  ON CONFLICT DO NOTHING;
   RETURN QUERY
-  SELECT u.o::int, u.seq, u.pid, u.qid, u.dup, l.kpart, l.koffset
-    FROM unnest(r_seq, r_pid, r_qid, r_dup) WITH ORDINALITY AS u(seq, pid, qid, dup, o)
+  SELECT t.o::int, CASE WHEN u.o IS NULL THEN 3 ELSE 0 END::smallint, t.q, COALESCE(u.dup, false),
+         l.kpart, l.koffset
+    FROM unnest(p_queues) WITH ORDINALITY AS t(q, o)
+    LEFT JOIN unnest(r_ord, r_seq, r_pid, r_dup) AS u(o, seq, pid, dup) ON u.o = t.o
     LEFT JOIN queen.kafka_log l ON l.partition_id = u.pid AND l.seq = u.seq
-   ORDER BY u.o;
+   ORDER BY t.o;
 END
 $$;
 

@@ -1,7 +1,9 @@
 //  test/integration/kafka.test.mjs - the Kafka front door with the real
 //  kcat 1.7.1 (Debian; librdkafka 2.0.2) against a broker whose KAFKA_PORT
 //  comes from freePort() (spec kafka.md §12.2, §12.4, §12.5; docs/kafka.md):
-//  metadata, auto-creation, HTTP in -> kcat out with keys, offsets and
+//  metadata, auto-creation, kcat -P with keys, headers and gzip / snappy /
+//  lz4 / zstd, Kafka in -> HTTP out, murmur2_random placement, HTTP in ->
+//  kcat out with keys, offsets and
 //  -o beginning/end/<n>/s@ts, -Q, -e; the same rows for HTTP pops (and
 //  native acks change nothing for Kafka readers); murmur2 placement on a
 //  3-partition topic; a fetch long-poll woken by a push; offset out of
@@ -14,7 +16,7 @@ import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import net from 'node:net';
 import {
-    startBroker, freePort, pushItems, popMessages, ackBatch, ackFor,
+    startBroker, freePort, pushItems, popMessages, ackBatch, ackFor, configureQueue,
 } from './lib.mjs';
 
 let broker;
@@ -213,6 +215,57 @@ test('a 3-partition topic: native partitions land by murmur2, order kept per key
     assert.deepEqual(lines, [
         'key0 1 0 "d"', 'key1 2 0 "b"', 'order-42 0 0 "a"', 'order-42 0 1 "c"', 'order-42 0 2 "e"',
     ]);
+});
+
+test('kcat -P with keys, headers and every codec, read back exactly (spec §12.2)', async () => {
+    //  Configured natively first: one Kafka partition, as in the spec's run.
+    await configureQueue(U, 'kp1');
+    const p1 = await kcat(['-P', '-t', 'kp1', '-K:'], { input: 'k1:hello\nk2:world\n' });
+    assert.equal(p1.code, 0, p1.err);
+    const p2 = await kcat(['-P', '-t', 'kp1', '-H', 'a=1', '-H', 'b=2', '-k', 'kk'], { input: 'hv\n' });
+    assert.equal(p2.code, 0, p2.err);
+    for (const z of ['gzip', 'snappy', 'lz4', 'zstd']) {
+        const pz = await kcat(['-P', '-t', 'kp1', '-K:', '-z', z], { input: `z:${z}\n` });
+        assert.equal(pz.code, 0, pz.err);
+    }
+    const out = await kcat(['-C', '-t', 'kp1', '-o', 'beginning', '-e', '-f', '%k=%s p%p @%o h=%h\n']);
+    assert.equal(out.code, 0, out.err);
+    assert.equal(out.out, 'k1=hello p0 @0 h=\nk2=world p0 @1 h=\nkk=hv p0 @2 h=a=1,b=2\n'
+        + 'z=gzip p0 @3 h=\nz=snappy p0 @4 h=\nz=lz4 p0 @5 h=\nz=zstd p0 @6 h=\n');
+    const json = await kcat(['-C', '-t', 'kp1', '-o', '0', '-c', '1', '-e', '-J']);
+    const rec = JSON.parse(json.out.trim());
+    assert.equal(rec.tstype, 'create');
+    assert.ok(Math.abs(rec.ts - Date.now()) < 600000, json.out);
+});
+
+test('Kafka in, HTTP out: keys are native partitions, values the payload bytes (spec §12.4.1)', async () => {
+    await configureQueue(U, 'kx5');
+    const p = await kcat(['-P', '-t', 'kx5', '-K:'], { input: 'e1:{"v":1}\ne2:{"v":2}\ne1:{"v":3}\n' });
+    assert.equal(p.code, 0, p.err);
+    const msgs = [];
+    for (let i = 0; i < 2; i++)
+        msgs.push(...await popMessages(U, 'kx5', { batch: 10 }));
+    const byPart = {};
+    for (const m of msgs)
+        (byPart[m.partition] ??= []).push(m.data.v);
+    assert.deepEqual(byPart, { e1: [1, 3], e2: [2] });
+    await ackBatch(U, msgs.map((m) => ackFor(m, { status: 'completed' })), { success: true });
+    const again = await kcat(['-C', '-t', 'kx5', '-o', 'beginning', '-e', '-f', '%k %s\n']);
+    assert.equal(again.out, 'e1 {"v":1}\ne2 {"v":2}\ne1 {"v":3}\n');
+});
+
+test('murmur2_random puts key0..key8 where kafkajs and native pushes do (spec §12.2)', async () => {
+    //  A topic first named by a producer gets KAFKA_DEFAULT_PARTITIONS (3).
+    const input = [...Array(9).keys()].map((i) => `key${i}:v${i}`).join('\n') + '\n';
+    const p = await kcat(['-P', '-t', 'kc3', '-K:', '-X', 'partitioner=murmur2_random', '-z', 'gzip'], { input });
+    assert.equal(p.code, 0, p.err);
+    const out = await kcat(['-C', '-t', 'kc3', '-o', 'beginning', '-e', '-f', '%k %p\n']);
+    assert.deepEqual(out.out.trim().split('\n').sort(),
+        ['key0 1', 'key1 2', 'key2 2', 'key3 1', 'key4 0', 'key5 1', 'key6 0', 'key7 0', 'key8 1']);
+    //  A native push to partition key4 lands in the same Kafka partition.
+    await push([{ queue: 'kc3', partition: 'key4', payload: 'native' }]);
+    const p0 = await kcat(['-C', '-t', 'kc3', '-p', '0', '-o', 'beginning', '-e', '-f', '%k %s\n']);
+    assert.match(p0.out, /key4 "native"\n$/);
 });
 
 test('a waiting fetch is woken by a push (kcat -o end -c 1 exits with the new message)', async () => {

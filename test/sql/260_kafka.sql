@@ -60,7 +60,15 @@ CREATE TEMP TABLE kp AS SELECT * FROM queen.kafka_push('', ARRAY[pg_temp.qn('k3'
   ARRAY['v1', '', 'v3']::bytea[], ARRAY[2, 2, 0], ARRAY[1700000000000, 1700000000001, 1700000000002]::bigint[],
   ARRAY[NULL, '\x00ff', NULL]::bytea[], ARRAY[false, true, false], ARRAY['\x01', NULL, NULL]::bytea[]);
 SELECT pg_temp.ok(array_agg(kpart ORDER BY ord) = ARRAY[2, 2, 0] AND array_agg(koffset ORDER BY ord) = ARRAY[0, 1, 4]::bigint[]
-                  AND bool_and(NOT duplicate), 'kafka push offsets') FROM kp;
+                  AND bool_and(NOT duplicate AND err = 0 AND queue_name = pg_temp.qn('k3')), 'kafka push offsets') FROM kp;
+-- Produce never creates topics: an unknown topic or a kpart outside the
+-- topic gets err 3 and is not stored; the other items are
+CREATE TEMP TABLE kp0 AS SELECT * FROM queen.kafka_push('', ARRAY[pg_temp.qn('nosuch'), pg_temp.qn('k3'), pg_temp.qn('k3')],
+  ARRAY['a', 'b', 'c'], ARRAY[NULL, NULL, NULL], ARRAY['x', 'y', 'z']::bytea[], ARRAY[0, 3, 1],
+  ARRAY[1, 2, 3]::bigint[], ARRAY[NULL, NULL, NULL]::bytea[], ARRAY[false, false, false], ARRAY[NULL, NULL, NULL]::bytea[]);
+SELECT pg_temp.ok(array_agg(err ORDER BY ord) = ARRAY[3, 3, 0]::smallint[] AND array_agg(koffset ORDER BY ord) = ARRAY[NULL, NULL, 0]::bigint[],
+                  'unknown topic / partition refused') FROM kp0;
+SELECT pg_temp.ok(NOT EXISTS (SELECT 1 FROM queen.queues WHERE name = pg_temp.qn('nosuch')), 'produce creates no queue');
 CREATE TEMP TABLE f2 AS SELECT * FROM queen.kafka_fetch('', pg_temp.qn('k3'), 2, 0, 1048576, 100);
 SELECT pg_temp.ok_one(array_agg(key = 'order-42'::bytea AND value = 'v1'::bytea AND ts_ms = 1700000000000
                                 AND headers = '\x01'::bytea), 'record 0') FROM f2 WHERE koffset = 0;

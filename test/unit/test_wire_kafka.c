@@ -760,6 +760,30 @@ test_record_batch_refusals (void **state)
     qn_karena_free (&a);
 }
 
+static void
+test_stored_headers (void **state)
+{
+    (void) state;
+    qn_kafka_header_kv_t hs [2] = { { QN_KSTR ("a"), QN_KSTR ("1") }, { QN_KSTR ("bb"), QN_KSTR_NULL } };
+    qn_buf_t b = QN_BUF_INIT;
+    qn_kafka_headers_encode (&b, hs, 2);
+    assert_int_equal (b.len, 1 + 1 + 1 + 1 + 1 + 1 + 2 + 1);
+    qn_karena_t a;
+    qn_karena_init (&a);
+    qn_kafka_header_kv_t *out;
+    int32_t n;
+    uint8_t *buf = s_exact (b.data, b.len);
+    assert_int_equal (qn_kafka_headers_decode (buf, b.len, &a, &out, &n), 0);
+    assert_int_equal (n, 2);
+    assert_true (qn_kstr_eq (out [0].key, QN_KSTR ("a")) && qn_kstr_eq (out [0].value, QN_KSTR ("1")));
+    assert_true (qn_kstr_eq (out [1].key, QN_KSTR ("bb")) && out [1].value.len == -1);
+    for (size_t cut = 0; cut < b.len; cut++)
+        assert_int_equal (qn_kafka_headers_decode (buf, cut, &a, &out, &n), -1);
+    free (buf);
+    qn_karena_free (&a);
+    qn_buf_free (&b);
+}
+
 int
 main (void)
 {
@@ -779,6 +803,7 @@ main (void)
         cmocka_unit_test (test_record_batch_codecs),
         cmocka_unit_test (test_decompress_edges),
         cmocka_unit_test (test_record_batch_refusals),
+        cmocka_unit_test (test_stored_headers),
     };
     return cmocka_run_group_tests (tests, NULL, NULL);
 }
