@@ -677,3 +677,154 @@ qn_kafka_list_offsets_resp_decode (int16_t v, const void *body, size_t len,
     }
     return s_done (&r);
 }
+
+// ---------------------------------------------------------------- CreateTopics
+
+int
+qn_kafka_create_topics_req_decode (int16_t v, const void *body, size_t len,
+                                   qn_karena_t *arena, qn_kafka_create_topics_req_t *out)
+{
+    (void) v;
+    qn_kr_t r;
+    qn_kr_init (&r, body, len);
+    memset (out, 0, sizeof *out);
+    out->topic_count = qn_kr_array (&r, false, 16);
+    S_ALLOC (arena, out->topics, out->topic_count);
+    for (int32_t i = 0; i < out->topic_count; i++) {
+        qn_kafka_ct_topic_t *t = &out->topics [i];
+        t->name = qn_kr_string (&r, false);
+        t->num_partitions = qn_kr_i32 (&r);
+        t->replication_factor = qn_kr_i16 (&r);
+        t->assignment_count = qn_kr_array (&r, false, 8);
+        S_ALLOC (arena, t->assignments, t->assignment_count);
+        for (int32_t j = 0; j < t->assignment_count; j++) {
+            t->assignments [j].partition_index = qn_kr_i32 (&r);
+            t->assignments [j].broker_ids = s_read_i32_array (&r, arena, &t->assignments [j].broker_count);
+        }
+        t->config_count = qn_kr_array (&r, false, 4);
+        S_ALLOC (arena, t->configs, t->config_count);
+        for (int32_t j = 0; j < t->config_count; j++) {
+            t->configs [j].name = qn_kr_string (&r, false);
+            t->configs [j].value = qn_kr_string (&r, true);
+        }
+    }
+    out->timeout_ms = qn_kr_i32 (&r);
+    out->validate_only = qn_kr_i8 (&r) != 0;
+    return s_done (&r);
+}
+
+void
+qn_kafka_create_topics_req_encode (qn_buf_t *b, int16_t v, const qn_kafka_create_topics_req_t *in)
+{
+    (void) v;
+    qn_kw_i32 (b, in->topic_count);
+    for (int32_t i = 0; i < in->topic_count; i++) {
+        const qn_kafka_ct_topic_t *t = &in->topics [i];
+        qn_kw_string (b, t->name);
+        qn_kw_i32 (b, t->num_partitions);
+        qn_kw_i16 (b, t->replication_factor);
+        qn_kw_i32 (b, t->assignment_count);
+        for (int32_t j = 0; j < t->assignment_count; j++) {
+            qn_kw_i32 (b, t->assignments [j].partition_index);
+            s_write_i32_array (b, t->assignments [j].broker_ids, t->assignments [j].broker_count);
+        }
+        qn_kw_i32 (b, t->config_count);
+        for (int32_t j = 0; j < t->config_count; j++) {
+            qn_kw_string (b, t->configs [j].name);
+            qn_kw_string (b, t->configs [j].value);
+        }
+    }
+    qn_kw_i32 (b, in->timeout_ms);
+    qn_kw_i8 (b, in->validate_only ? 1 : 0);
+}
+
+void
+qn_kafka_create_topics_resp_encode (qn_buf_t *b, int16_t v, const qn_kafka_topics_resp_t *in)
+{
+    (void) v;
+    qn_kw_i32 (b, in->throttle_time_ms);
+    qn_kw_i32 (b, in->topic_count);
+    for (int32_t i = 0; i < in->topic_count; i++) {
+        qn_kw_string (b, in->topics [i].name);
+        qn_kw_i16 (b, in->topics [i].error_code);
+        qn_kw_string (b, in->topics [i].error_message);
+    }
+}
+
+int
+qn_kafka_create_topics_resp_decode (int16_t v, const void *body, size_t len,
+                                    qn_karena_t *arena, qn_kafka_topics_resp_t *out)
+{
+    (void) v;
+    qn_kr_t r;
+    qn_kr_init (&r, body, len);
+    memset (out, 0, sizeof *out);
+    out->throttle_time_ms = qn_kr_i32 (&r);
+    out->topic_count = qn_kr_array (&r, false, 6);
+    S_ALLOC (arena, out->topics, out->topic_count);
+    for (int32_t i = 0; i < out->topic_count; i++) {
+        out->topics [i].name = qn_kr_string (&r, false);
+        out->topics [i].error_code = qn_kr_i16 (&r);
+        out->topics [i].error_message = qn_kr_string (&r, true);
+    }
+    return s_done (&r);
+}
+
+// ---------------------------------------------------------------- DeleteTopics
+
+int
+qn_kafka_delete_topics_req_decode (int16_t v, const void *body, size_t len,
+                                   qn_karena_t *arena, qn_kafka_delete_topics_req_t *out)
+{
+    (void) v;
+    qn_kr_t r;
+    qn_kr_init (&r, body, len);
+    memset (out, 0, sizeof *out);
+    out->topic_count = qn_kr_array (&r, false, 2);
+    S_ALLOC (arena, out->topics, out->topic_count);
+    for (int32_t i = 0; i < out->topic_count; i++)
+        out->topics [i] = qn_kr_string (&r, false);
+    out->timeout_ms = qn_kr_i32 (&r);
+    return s_done (&r);
+}
+
+void
+qn_kafka_delete_topics_req_encode (qn_buf_t *b, int16_t v, const qn_kafka_delete_topics_req_t *in)
+{
+    (void) v;
+    qn_kw_i32 (b, in->topic_count);
+    for (int32_t i = 0; i < in->topic_count; i++)
+        qn_kw_string (b, in->topics [i]);
+    qn_kw_i32 (b, in->timeout_ms);
+}
+
+void
+qn_kafka_delete_topics_resp_encode (qn_buf_t *b, int16_t v, const qn_kafka_topics_resp_t *in)
+{
+    if (v >= 1)
+        qn_kw_i32 (b, in->throttle_time_ms);
+    qn_kw_i32 (b, in->topic_count);
+    for (int32_t i = 0; i < in->topic_count; i++) {
+        qn_kw_string (b, in->topics [i].name);
+        qn_kw_i16 (b, in->topics [i].error_code);
+    }
+}
+
+int
+qn_kafka_delete_topics_resp_decode (int16_t v, const void *body, size_t len,
+                                    qn_karena_t *arena, qn_kafka_topics_resp_t *out)
+{
+    qn_kr_t r;
+    qn_kr_init (&r, body, len);
+    memset (out, 0, sizeof *out);
+    if (v >= 1)
+        out->throttle_time_ms = qn_kr_i32 (&r);
+    out->topic_count = qn_kr_array (&r, false, 4);
+    S_ALLOC (arena, out->topics, out->topic_count);
+    for (int32_t i = 0; i < out->topic_count; i++) {
+        out->topics [i].name = qn_kr_string (&r, false);
+        out->topics [i].error_code = qn_kr_i16 (&r);
+        out->topics [i].error_message = QN_KSTR_NULL;
+    }
+    return s_done (&r);
+}

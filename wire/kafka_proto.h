@@ -372,4 +372,70 @@ void qn_kafka_list_offsets_resp_encode (qn_buf_t *b, int16_t v, const qn_kafka_l
 int qn_kafka_list_offsets_resp_decode (int16_t v, const void *body, size_t len,
                                        qn_karena_t *arena, qn_kafka_list_offsets_resp_t *out);
 
+// ---------------------------------------------------------------- CreateTopics v2-4
+
+typedef struct {
+    int32_t partition_index;
+    int32_t broker_count;
+    int32_t *broker_ids;
+} qn_kafka_ct_assign_t;
+
+typedef struct {
+    qn_kstr_t name;
+    qn_kstr_t value;            //  Nullable
+} qn_kafka_ct_config_t;
+
+typedef struct {
+    qn_kstr_t name;
+    int32_t num_partitions;     //  -1 = broker default
+    int16_t replication_factor;
+    int32_t assignment_count;
+    qn_kafka_ct_assign_t *assignments;
+    int32_t config_count;
+    qn_kafka_ct_config_t *configs;
+} qn_kafka_ct_topic_t;
+
+typedef struct {
+    int32_t topic_count;
+    qn_kafka_ct_topic_t *topics;
+    int32_t timeout_ms;
+    bool validate_only;
+} qn_kafka_create_topics_req_t;
+
+typedef struct {
+    qn_kstr_t name;
+    int16_t error_code;
+    qn_kstr_t error_message;    //  Nullable
+} qn_kafka_topic_result_t;
+
+typedef struct {
+    int32_t throttle_time_ms;   //  v1+ (CreateTopics: every advertised version)
+    int32_t topic_count;
+    qn_kafka_topic_result_t *topics;
+} qn_kafka_topics_resp_t;
+
+int qn_kafka_create_topics_req_decode (int16_t v, const void *body, size_t len,
+                                       qn_karena_t *arena, qn_kafka_create_topics_req_t *out);
+void qn_kafka_create_topics_req_encode (qn_buf_t *b, int16_t v, const qn_kafka_create_topics_req_t *in);
+void qn_kafka_create_topics_resp_encode (qn_buf_t *b, int16_t v, const qn_kafka_topics_resp_t *in);
+int qn_kafka_create_topics_resp_decode (int16_t v, const void *body, size_t len,
+                                        qn_karena_t *arena, qn_kafka_topics_resp_t *out);
+
+// ---------------------------------------------------------------- DeleteTopics v0-1
+
+typedef struct {
+    int32_t topic_count;
+    qn_kstr_t *topics;
+    int32_t timeout_ms;
+} qn_kafka_delete_topics_req_t;
+
+//  The response uses qn_kafka_topics_resp_t without error messages;
+//  throttle_time_ms exists from v1.
+int qn_kafka_delete_topics_req_decode (int16_t v, const void *body, size_t len,
+                                       qn_karena_t *arena, qn_kafka_delete_topics_req_t *out);
+void qn_kafka_delete_topics_req_encode (qn_buf_t *b, int16_t v, const qn_kafka_delete_topics_req_t *in);
+void qn_kafka_delete_topics_resp_encode (qn_buf_t *b, int16_t v, const qn_kafka_topics_resp_t *in);
+int qn_kafka_delete_topics_resp_decode (int16_t v, const void *body, size_t len,
+                                        qn_karena_t *arena, qn_kafka_topics_resp_t *out);
+
 #endif

@@ -9,7 +9,8 @@
     auto-create), Produce v3-7 (RecordBatch v2, every codec, acks 0/1/-1;
     one kafka_push statement on pg_writer per request: one transaction;
     not through PUSH, so no spool: an outage answers 7 REQUEST_TIMED_OUT,
-    which clients retry), ListOffsets and Fetch (kafka_list_offset /
+    which clients retry), CreateTopics / DeleteTopics (kafka_create_topic /
+    kafka_delete_topic per topic on pg_writer), ListOffsets and Fetch (kafka_list_offset /
     kafka_fetch on pg_reader, one statement per partition, all in flight
     together).
     A Fetch that finds nothing waits up to its max_wait_ms and runs again
@@ -73,7 +74,10 @@ struct s_req_s {
         qn_kafka_list_offsets_req_t lo;
         qn_kafka_metadata_req_t md;
         qn_kafka_produce_req_t pr;
+        qn_kafka_create_topics_req_t ct;
+        qn_kafka_delete_topics_req_t dt;
     } u;
+    qn_kafka_topics_resp_t tresp;   //  CreateTopics / DeleteTopics answer
     qn_kafka_produce_resp_t presp;  //  Produce: the answer being built
     int32_t *pfirst;            //  Produce: first item of each partition (arena)
     s_part_t *parts;            //  Fetch / ListOffsets partitions
@@ -854,6 +858,112 @@ s_produce (self_t *self, s_req_t *r)
         s_on_produce_result (self, r, NULL);
 }
 
+// ------------------------------------------------------------------ CreateTopics / DeleteTopics
+
+typedef struct {
+    s_req_t *req;
+    int32_t index;              //  Topic of the request
+} s_topic_op_t;
+
+static void
+s_topics_answer (self_t *self, s_req_t *r)
+{
+    qn_buf_t b = QN_BUF_INIT;
+    s_resp_begin (&b, r);
+    if (r->h.api_key == QN_KAFKA_CREATE_TOPICS)
+        qn_kafka_create_topics_resp_encode (&b, r->h.api_version, &r->tresp);
+    else
+        qn_kafka_delete_topics_resp_encode (&b, r->h.api_version, &r->tresp);
+    s_finish (self, r, &b, false);
+    qn_buf_free (&b);
+}
+
+static void
+s_on_topic_result (void *self_, void *arg, const qn_env_t *env)
+{
+    s_topic_op_t *op = arg;
+    s_req_t *r = op->req;
+    qn_pg_result_t res;
+    qn_pg_result_decode (env ? env->body.ptr : NULL, env ? env->body.len : 0, &res);
+    int64_t err = 0;
+    if (qn_pg_result_failed (&res, NULL, 0) || !s_col_int (&res, 0, 0, &err))
+        err = QN_KAFKA_REQUEST_TIMED_OUT;
+    r->tresp.topics [op->index].error_code = (int16_t) err;
+    qn_pg_result_free (&res);
+    if (--r->pending == 0)
+        s_topics_answer (self_, r);
+}
+
+//  CreateTopics refusals decided without the database (spec §4.13).
+static int16_t
+s_create_check (const qn_kafka_ct_topic_t *t, qn_kstr_t *msg)
+{
+    if (t->assignment_count > 0) {
+        *msg = QN_KSTR ("manual replica assignment is not supported");
+        return QN_KAFKA_INVALID_REQUEST;
+    }
+    for (int32_t i = 0; i < t->config_count; i++) {
+        qn_kstr_t n = t->configs [i].name, v = t->configs [i].value;
+        if (qn_kstr_eq (n, QN_KSTR ("cleanup.policy"))) {
+            if (!qn_kstr_eq (v, QN_KSTR ("delete"))) {
+                *msg = QN_KSTR ("only cleanup.policy=delete is supported");
+                return QN_KAFKA_INVALID_CONFIG;
+            }
+        }
+        else
+        if (!qn_kstr_eq (n, QN_KSTR ("retention.ms")) && !qn_kstr_eq (n, QN_KSTR ("max.message.bytes"))) {
+            *msg = QN_KSTR ("unknown topic config");
+            return QN_KAFKA_INVALID_CONFIG;
+        }
+    }
+    return 0;
+}
+
+static void
+s_topics_admin (self_t *self, s_req_t *r)
+{
+    bool create = r->h.api_key == QN_KAFKA_CREATE_TOPICS;
+    int32_t n = create ? r->u.ct.topic_count : r->u.dt.topic_count;
+    r->tresp.topic_count = n;
+    r->tresp.topics = n ? qn_karena_alloc (&r->arena, (size_t) n * sizeof *r->tresp.topics) : NULL;
+    s_topic_op_t *ops = n ? qn_karena_alloc (&r->arena, (size_t) n * sizeof *ops) : NULL;
+    r->pending = 1;             //  Held until every statement is sent
+    for (int32_t i = 0; i < n; i++) {
+        qn_kafka_topic_result_t *tr = &r->tresp.topics [i];
+        tr->name = create ? r->u.ct.topics [i].name : r->u.dt.topics [i];
+        tr->error_message = QN_KSTR_NULL;
+        qn_pg_args_t a;
+        qn_pg_args_init (&a);
+        qn_pg_args_cstr (&a, "");
+        qn_pg_args_str (&a, tr->name.ptr, (size_t) tr->name.len);
+        uint32_t stmt = QN_SQL_KAFKA_DELETE_TOPIC;
+        if (create) {
+            const qn_kafka_ct_topic_t *t = &r->u.ct.topics [i];
+            tr->error_code = s_create_check (t, &tr->error_message);
+            qn_pg_args_int (&a, t->num_partitions == -1 ? self->config->kafka_default_partitions
+                                                        : t->num_partitions);
+            qn_pg_args_int (&a, self->config->kafka_max_partitions);
+            qn_pg_args_bool (&a, r->u.ct.validate_only);
+            stmt = QN_SQL_KAFKA_CREATE_TOPIC;
+        }
+        else
+        if (!self->config->kafka_allow_delete_topics)
+            tr->error_code = QN_KAFKA_TOPIC_DELETION_DISABLED;
+        if (tr->error_code == 0) {
+            ops [i] = (s_topic_op_t) { r, i };
+            r->pending++;
+            if (qn_pg_call (self->kernel, "pg_writer", &self->exec, stmt, NULL, &a,
+                            S_PG_TIMEOUT_MS, s_on_topic_result, &ops [i])) {
+                r->pending--;
+                tr->error_code = QN_KAFKA_REQUEST_TIMED_OUT;
+            }
+        }
+        qn_pg_args_free (&a);
+    }
+    if (--r->pending == 0)
+        s_topics_answer (self, r);
+}
+
 // ------------------------------------------------------------------ dispatch
 
 //  Starts the connection's next request, if any and none is in progress.
@@ -895,6 +1005,12 @@ s_start (self_t *self, s_conn_t *c)
         else
         if (key == QN_KAFKA_PRODUCE)
             rc = qn_kafka_produce_req_decode (v, r->body, r->body_len, &r->arena, &r->u.pr);
+        else
+        if (key == QN_KAFKA_CREATE_TOPICS)
+            rc = qn_kafka_create_topics_req_decode (v, r->body, r->body_len, &r->arena, &r->u.ct);
+        else
+        if (key == QN_KAFKA_DELETE_TOPICS)
+            rc = qn_kafka_delete_topics_req_decode (v, r->body, r->body_len, &r->arena, &r->u.dt);
     }
     if (rc) {
         //  Unknown key, version outside the table, an API not built yet,
@@ -910,6 +1026,9 @@ s_start (self_t *self, s_conn_t *c)
     else
     if (key == QN_KAFKA_PRODUCE)
         s_produce (self, r);
+    else
+    if (key == QN_KAFKA_CREATE_TOPICS || key == QN_KAFKA_DELETE_TOPICS)
+        s_topics_admin (self, r);
     else {
         s_parts_alloc (r);
         s_parts_run (self, r);

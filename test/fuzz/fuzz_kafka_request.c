@@ -21,6 +21,7 @@ s_check (int16_t v, const uint8_t *body, size_t len, enc_fn enc, dec_fn dec)
     union {
         qn_kafka_metadata_req_t md; qn_kafka_produce_req_t pr; qn_kafka_fetch_req_t fr;
         qn_kafka_list_offsets_req_t lo; qn_kafka_metadata_resp_t mds;
+        qn_kafka_create_topics_req_t ct; qn_kafka_delete_topics_req_t dt; qn_kafka_topics_resp_t ts;
         qn_kafka_produce_resp_t prs; qn_kafka_fetch_resp_t frs; qn_kafka_list_offsets_resp_t los;
     } out;
     qn_karena_t a;
@@ -97,6 +98,14 @@ LLVMFuzzerTestOneInput (const uint8_t *data, size_t size)
         case QN_KAFKA_LIST_OFFSETS:
             S_CHECK (1 + ((uint16_t) v % 3), body, len, list_offsets_req);
             S_CHECK (1 + ((uint16_t) v % 3), body, len, list_offsets_resp);
+            break;
+        case QN_KAFKA_CREATE_TOPICS:
+            S_CHECK (v, body, len, create_topics_req);
+            S_CHECK (v, body, len, create_topics_resp);
+            break;
+        case QN_KAFKA_DELETE_TOPICS:
+            S_CHECK (v & 1, body, len, delete_topics_req);
+            S_CHECK (v & 1, body, len, delete_topics_resp);
             break;
         default:
             break;

@@ -15,6 +15,7 @@ import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import net from 'node:net';
+import kafkajs from 'kafkajs';
 import {
     startBroker, freePort, pushItems, popMessages, ackBatch, ackFor, configureQueue,
 } from './lib.mjs';
@@ -327,4 +328,51 @@ test('raw refusals: an API outside the table closes; ApiVersions v4 gets v0 with
     //  The broker is still fine.
     const ok = await kcat(['-L']);
     assert.equal(ok.code, 0, ok.err);
+});
+
+test('kafkajs 2.2.4: admin create/list/delete topics, producer acks -1/1/0 with gzip, fetchTopicOffsets (spec §12.3, no groups)', async () => {
+    const { Kafka, logLevel, CompressionTypes } = kafkajs;
+    const kafka = new Kafka({ clientId: 'kjs', brokers: [B], logLevel: logLevel.NOTHING, retry: { retries: 3 } });
+    const admin = kafka.admin();
+    await admin.connect();
+    try {
+        assert.equal(await admin.createTopics({ topics: [{ topic: 'kt', numPartitions: 3 }] }), true);
+        assert.equal(await admin.createTopics({ topics: [{ topic: 'kt', numPartitions: 3 }] }), false);
+        await assert.rejects(admin.createTopics({ topics: [{ topic: 'kbad', numPartitions: 1,
+            configEntries: [{ name: 'cleanup.policy', value: 'compact' }] }] }),
+            (e) => e.errors?.[0]?.type === 'INVALID_CONFIG');
+        assert.ok((await admin.listTopics()).includes('kt'));
+        const p = kafka.producer();
+        await p.connect();
+        const msgs = [...Array(9).keys()].map((i) => ({ key: 'key' + i, value: 'v' + i, headers: { h: 'x' + i } }));
+        await p.send({ topic: 'kt', messages: msgs, compression: CompressionTypes.GZIP, acks: -1 });
+        //  acks=1 to a topic the producer's Metadata auto-creates.
+        const one = await p.send({ topic: 'kt1', messages: [{ value: 'one' }], acks: 1 });
+        assert.equal(one[0].errorCode, 0);
+        assert.equal(one[0].baseOffset, '0');
+        await p.disconnect();
+        //  kafkajs's default partitioner is murmur2: key4 -> 0 (spec §6.2).
+        const out = await kcat(['-C', '-t', 'kt', '-o', 'beginning', '-e', '-f', '%k %p %s %h\n']);
+        const lines = out.out.trim().split('\n').sort();
+        assert.deepEqual(lines, [
+            'key0 1 v0 h=x0', 'key1 2 v1 h=x1', 'key2 2 v2 h=x2', 'key3 1 v3 h=x3', 'key4 0 v4 h=x4',
+            'key5 1 v5 h=x5', 'key6 0 v6 h=x6', 'key7 0 v7 h=x7', 'key8 1 v8 h=x8',
+        ]);
+        const tops = await admin.fetchTopicOffsets('kt');
+        assert.deepEqual(tops.map((x) => [x.partition, x.high, x.low]).sort(),
+            [[0, '3', '0'], [1, '4', '0'], [2, '2', '0']]);
+        //  acks=0: no answer, the next request on the connection still works.
+        await configureQueue(U, 'kt0');
+        const p0 = kafka.producer();
+        await p0.connect();
+        await p0.send({ topic: 'kt0', messages: [{ value: 'fire' }], acks: 0 });
+        await p0.send({ topic: 'kt0', messages: [{ value: 'forget' }], acks: 1 });
+        await p0.disconnect();
+        const got = await kcat(['-C', '-t', 'kt0', '-o', 'beginning', '-e', '-f', '%s\n']);
+        assert.equal(got.out, 'fire\nforget\n');
+        await admin.deleteTopics({ topics: ['kt'] });
+        assert.ok(!(await admin.listTopics()).includes('kt'));
+    } finally {
+        await admin.disconnect();
+    }
 });

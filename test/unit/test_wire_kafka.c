@@ -456,6 +456,55 @@ test_list_offsets_round_trips (void **state)
     }
 }
 
+static void
+test_topic_admin_round_trips (void **state)
+{
+    (void) state;
+    int32_t brokers [1] = { 1 };
+    qn_kafka_ct_assign_t as = { 0, 1, brokers };
+    qn_kafka_ct_config_t cf [2] = { { QN_KSTR ("retention.ms"), QN_KSTR ("1000") },
+                                    { QN_KSTR ("cleanup.policy"), QN_KSTR_NULL } };
+    qn_kafka_ct_topic_t ct [2] = { { QN_KSTR ("kt"), 3, 1, 0, NULL, 2, cf },
+                                   { QN_KSTR ("k2"), -1, -1, 1, &as, 0, NULL } };
+    qn_kafka_create_topics_req_t creq = { 2, ct, 30000, true };
+    qn_kafka_topic_result_t res [2] = { { QN_KSTR ("kt"), 0, QN_KSTR_NULL },
+                                        { QN_KSTR ("k2"), 36, QN_KSTR ("exists") } };
+    qn_kafka_topics_resp_t cresp = { 0, 2, res };
+    qn_kstr_t names [2] = { QN_KSTR ("kt"), QN_KSTR ("k2") };
+    qn_kafka_delete_topics_req_t dreq = { 2, names, 5000 };
+    qn_kafka_topic_result_t dres [2] = { { QN_KSTR ("kt"), 0, QN_KSTR_NULL },
+                                         { QN_KSTR ("k2"), 3, QN_KSTR_NULL } };
+    qn_kafka_topics_resp_t dresp = { 0, 2, dres };
+    for (int16_t v = 2; v <= 4; v++) {
+        qn_karena_t a;
+        qn_karena_init (&a);
+        qn_kafka_create_topics_req_t rq;
+        S_RT (v, create_topics_req, &creq, &rq, &a);
+        assert_int_equal (rq.topics [0].num_partitions, 3);
+        assert_true (qn_kstr_eq (rq.topics [0].configs [0].value, QN_KSTR ("1000")));
+        assert_int_equal (rq.topics [0].configs [1].value.len, -1);
+        assert_int_equal (rq.topics [1].assignments [0].broker_ids [0], 1);
+        assert_true (rq.validate_only);
+        qn_kafka_topics_resp_t rs;
+        S_RT (v, create_topics_resp, &cresp, &rs, &a);
+        assert_int_equal (rs.topics [1].error_code, 36);
+        assert_true (qn_kstr_eq (rs.topics [1].error_message, QN_KSTR ("exists")));
+        qn_karena_free (&a);
+    }
+    for (int16_t v = 0; v <= 1; v++) {
+        qn_karena_t a;
+        qn_karena_init (&a);
+        qn_kafka_delete_topics_req_t rq;
+        S_RT (v, delete_topics_req, &dreq, &rq, &a);
+        assert_int_equal (rq.topic_count, 2);
+        assert_int_equal (rq.timeout_ms, 5000);
+        qn_kafka_topics_resp_t rs;
+        S_RT (v, delete_topics_resp, &dresp, &rs, &a);
+        assert_int_equal (rs.topics [1].error_code, 3);
+        qn_karena_free (&a);
+    }
+}
+
 // ---------------------------------------------------------------- kafkajs frames
 
 //  Decodes a kafkajs frame's header; returns the body's offset.
@@ -798,6 +847,7 @@ main (void)
         cmocka_unit_test (test_produce_round_trips),
         cmocka_unit_test (test_fetch_round_trips),
         cmocka_unit_test (test_list_offsets_round_trips),
+        cmocka_unit_test (test_topic_admin_round_trips),
         cmocka_unit_test (test_kafkajs_frames),
         cmocka_unit_test (test_record_batch_golden),
         cmocka_unit_test (test_record_batch_codecs),
