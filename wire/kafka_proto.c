@@ -828,3 +828,110 @@ qn_kafka_delete_topics_resp_decode (int16_t v, const void *body, size_t len,
     }
     return s_done (&r);
 }
+
+// ---------------------------------------------------------------- FindCoordinator
+
+int
+qn_kafka_find_coordinator_req_decode (int16_t v, const void *body, size_t len,
+                                      qn_karena_t *arena, qn_kafka_find_coordinator_req_t *out)
+{
+    (void) arena;
+    qn_kr_t r;
+    qn_kr_init (&r, body, len);
+    memset (out, 0, sizeof *out);
+    out->key = qn_kr_string (&r, false);
+    if (v >= 1)
+        out->key_type = qn_kr_i8 (&r);
+    return s_done (&r);
+}
+
+void
+qn_kafka_find_coordinator_req_encode (qn_buf_t *b, int16_t v, const qn_kafka_find_coordinator_req_t *in)
+{
+    qn_kw_string (b, in->key);
+    if (v >= 1)
+        qn_kw_i8 (b, in->key_type);
+}
+
+void
+qn_kafka_find_coordinator_resp_encode (qn_buf_t *b, int16_t v, const qn_kafka_find_coordinator_resp_t *in)
+{
+    if (v >= 1)
+        qn_kw_i32 (b, in->throttle_time_ms);
+    qn_kw_i16 (b, in->error_code);
+    if (v >= 1)
+        qn_kw_string (b, in->error_message);
+    qn_kw_i32 (b, in->node_id);
+    qn_kw_string (b, in->host);
+    qn_kw_i32 (b, in->port);
+}
+
+int
+qn_kafka_find_coordinator_resp_decode (int16_t v, const void *body, size_t len,
+                                       qn_karena_t *arena, qn_kafka_find_coordinator_resp_t *out)
+{
+    (void) arena;
+    qn_kr_t r;
+    qn_kr_init (&r, body, len);
+    memset (out, 0, sizeof *out);
+    out->error_message = QN_KSTR_NULL;
+    if (v >= 1)
+        out->throttle_time_ms = qn_kr_i32 (&r);
+    out->error_code = qn_kr_i16 (&r);
+    if (v >= 1)
+        out->error_message = qn_kr_string (&r, true);
+    out->node_id = qn_kr_i32 (&r);
+    out->host = qn_kr_string (&r, false);
+    out->port = qn_kr_i32 (&r);
+    return s_done (&r);
+}
+
+// ---------------------------------------------------------------- InitProducerId
+
+int
+qn_kafka_init_producer_id_req_decode (int16_t v, const void *body, size_t len,
+                                      qn_karena_t *arena, qn_kafka_init_producer_id_req_t *out)
+{
+    (void) v;
+    (void) arena;
+    qn_kr_t r;
+    qn_kr_init (&r, body, len);
+    memset (out, 0, sizeof *out);
+    out->transactional_id = qn_kr_string (&r, true);
+    out->transaction_timeout_ms = qn_kr_i32 (&r);
+    return s_done (&r);
+}
+
+void
+qn_kafka_init_producer_id_req_encode (qn_buf_t *b, int16_t v, const qn_kafka_init_producer_id_req_t *in)
+{
+    (void) v;
+    qn_kw_string (b, in->transactional_id);
+    qn_kw_i32 (b, in->transaction_timeout_ms);
+}
+
+void
+qn_kafka_init_producer_id_resp_encode (qn_buf_t *b, int16_t v, const qn_kafka_init_producer_id_resp_t *in)
+{
+    (void) v;
+    qn_kw_i32 (b, in->throttle_time_ms);
+    qn_kw_i16 (b, in->error_code);
+    qn_kw_i64 (b, in->producer_id);
+    qn_kw_i16 (b, in->producer_epoch);
+}
+
+int
+qn_kafka_init_producer_id_resp_decode (int16_t v, const void *body, size_t len,
+                                       qn_karena_t *arena, qn_kafka_init_producer_id_resp_t *out)
+{
+    (void) v;
+    (void) arena;
+    qn_kr_t r;
+    qn_kr_init (&r, body, len);
+    memset (out, 0, sizeof *out);
+    out->throttle_time_ms = qn_kr_i32 (&r);
+    out->error_code = qn_kr_i16 (&r);
+    out->producer_id = qn_kr_i64 (&r);
+    out->producer_epoch = qn_kr_i16 (&r);
+    return s_done (&r);
+}

@@ -421,6 +421,50 @@ void qn_kafka_create_topics_resp_encode (qn_buf_t *b, int16_t v, const qn_kafka_
 int qn_kafka_create_topics_resp_decode (int16_t v, const void *body, size_t len,
                                         qn_karena_t *arena, qn_kafka_topics_resp_t *out);
 
+// ---------------------------------------------------------------- FindCoordinator v0-2
+
+typedef struct {
+    qn_kstr_t key;
+    int8_t key_type;            //  v1+: 0 group, 1 transaction
+} qn_kafka_find_coordinator_req_t;
+
+typedef struct {
+    int32_t throttle_time_ms;   //  v1+
+    int16_t error_code;
+    qn_kstr_t error_message;    //  v1+, nullable
+    int32_t node_id;
+    qn_kstr_t host;
+    int32_t port;
+} qn_kafka_find_coordinator_resp_t;
+
+int qn_kafka_find_coordinator_req_decode (int16_t v, const void *body, size_t len,
+                                          qn_karena_t *arena, qn_kafka_find_coordinator_req_t *out);
+void qn_kafka_find_coordinator_req_encode (qn_buf_t *b, int16_t v, const qn_kafka_find_coordinator_req_t *in);
+void qn_kafka_find_coordinator_resp_encode (qn_buf_t *b, int16_t v, const qn_kafka_find_coordinator_resp_t *in);
+int qn_kafka_find_coordinator_resp_decode (int16_t v, const void *body, size_t len,
+                                           qn_karena_t *arena, qn_kafka_find_coordinator_resp_t *out);
+
+// ---------------------------------------------------------------- InitProducerId v0-1
+
+typedef struct {
+    qn_kstr_t transactional_id; //  Nullable
+    int32_t transaction_timeout_ms;
+} qn_kafka_init_producer_id_req_t;
+
+typedef struct {
+    int32_t throttle_time_ms;
+    int16_t error_code;
+    int64_t producer_id;
+    int16_t producer_epoch;
+} qn_kafka_init_producer_id_resp_t;
+
+int qn_kafka_init_producer_id_req_decode (int16_t v, const void *body, size_t len,
+                                          qn_karena_t *arena, qn_kafka_init_producer_id_req_t *out);
+void qn_kafka_init_producer_id_req_encode (qn_buf_t *b, int16_t v, const qn_kafka_init_producer_id_req_t *in);
+void qn_kafka_init_producer_id_resp_encode (qn_buf_t *b, int16_t v, const qn_kafka_init_producer_id_resp_t *in);
+int qn_kafka_init_producer_id_resp_decode (int16_t v, const void *body, size_t len,
+                                           qn_karena_t *arena, qn_kafka_init_producer_id_resp_t *out);
+
 // ---------------------------------------------------------------- DeleteTopics v0-1
 
 typedef struct {

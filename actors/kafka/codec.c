@@ -10,7 +10,8 @@
     one kafka_push statement on pg_writer per request: one transaction;
     not through PUSH, so no spool: an outage answers 7 REQUEST_TIMED_OUT,
     which clients retry), CreateTopics / DeleteTopics (kafka_create_topic /
-    kafka_delete_topic per topic on pg_writer), ListOffsets and Fetch (kafka_list_offset /
+    kafka_delete_topic per topic on pg_writer), FindCoordinator /
+    InitProducerId for transactions (refused with 53), ListOffsets and Fetch (kafka_list_offset /
     kafka_fetch on pg_reader, one statement per partition, all in flight
     together).
     A Fetch that finds nothing waits up to its max_wait_ms and runs again
@@ -76,6 +77,8 @@ struct s_req_s {
         qn_kafka_produce_req_t pr;
         qn_kafka_create_topics_req_t ct;
         qn_kafka_delete_topics_req_t dt;
+        qn_kafka_find_coordinator_req_t fc;
+        qn_kafka_init_producer_id_req_t ip;
     } u;
     qn_kafka_topics_resp_t tresp;   //  CreateTopics / DeleteTopics answer
     qn_kafka_produce_resp_t presp;  //  Produce: the answer being built
@@ -964,6 +967,46 @@ s_topics_admin (self_t *self, s_req_t *r)
         s_topics_answer (self, r);
 }
 
+// ------------------------------------------------------------------ FindCoordinator / InitProducerId
+
+//  FindCoordinator answers 53 for transaction coordinators (no
+//  transactions, spec §8) and 24 for an empty group id. A group
+//  coordinator is not built yet: a group key closes the connection, like
+//  the group APIs. InitProducerId answers 53 for a transactional id; a
+//  plain idempotent producer (null id) closes (not built).
+static bool
+s_coordinator (self_t *self, s_req_t *r)
+{
+    qn_buf_t b = QN_BUF_INIT;
+    s_resp_begin (&b, r);
+    if (r->h.api_key == QN_KAFKA_FIND_COORDINATOR) {
+        qn_kafka_find_coordinator_resp_t out = { 0, 0, QN_KSTR_NULL, -1, QN_KSTR (""), -1 };
+        if (r->u.fc.key_type == 1) {
+            out.error_code = QN_KAFKA_TRANSACTIONAL_ID_AUTH_FAILED;
+            out.error_message = QN_KSTR ("transactions are not supported");
+        }
+        else
+        if (r->u.fc.key.len == 0)
+            out.error_code = QN_KAFKA_INVALID_GROUP_ID;
+        else {
+            qn_buf_free (&b);
+            return false;
+        }
+        qn_kafka_find_coordinator_resp_encode (&b, r->h.api_version, &out);
+    }
+    else {
+        if (r->u.ip.transactional_id.len < 0) {
+            qn_buf_free (&b);
+            return false;
+        }
+        qn_kafka_init_producer_id_resp_t out = { 0, QN_KAFKA_TRANSACTIONAL_ID_AUTH_FAILED, -1, -1 };
+        qn_kafka_init_producer_id_resp_encode (&b, r->h.api_version, &out);
+    }
+    s_finish (self, r, &b, false);
+    qn_buf_free (&b);
+    return true;
+}
+
 // ------------------------------------------------------------------ dispatch
 
 //  Starts the connection's next request, if any and none is in progress.
@@ -1011,7 +1054,18 @@ s_start (self_t *self, s_conn_t *c)
         else
         if (key == QN_KAFKA_DELETE_TOPICS)
             rc = qn_kafka_delete_topics_req_decode (v, r->body, r->body_len, &r->arena, &r->u.dt);
+        else
+        if (key == QN_KAFKA_FIND_COORDINATOR)
+            rc = qn_kafka_find_coordinator_req_decode (v, r->body, r->body_len, &r->arena, &r->u.fc);
+        else
+        if (key == QN_KAFKA_INIT_PRODUCER_ID)
+            rc = qn_kafka_init_producer_id_req_decode (v, r->body, r->body_len, &r->arena, &r->u.ip);
     }
+    if (rc == 0 && (key == QN_KAFKA_FIND_COORDINATOR || key == QN_KAFKA_INIT_PRODUCER_ID)
+     && s_coordinator (self, r))
+        return;
+    if (key == QN_KAFKA_FIND_COORDINATOR || key == QN_KAFKA_INIT_PRODUCER_ID)
+        rc = -1;                //  Not built: close (below)
     if (rc) {
         //  Unknown key, version outside the table, an API not built yet,
         //  or a malformed body: close (spec §3, §8).

@@ -22,6 +22,8 @@ s_check (int16_t v, const uint8_t *body, size_t len, enc_fn enc, dec_fn dec)
         qn_kafka_metadata_req_t md; qn_kafka_produce_req_t pr; qn_kafka_fetch_req_t fr;
         qn_kafka_list_offsets_req_t lo; qn_kafka_metadata_resp_t mds;
         qn_kafka_create_topics_req_t ct; qn_kafka_delete_topics_req_t dt; qn_kafka_topics_resp_t ts;
+        qn_kafka_find_coordinator_req_t fc; qn_kafka_find_coordinator_resp_t fcs;
+        qn_kafka_init_producer_id_req_t ip; qn_kafka_init_producer_id_resp_t ips;
         qn_kafka_produce_resp_t prs; qn_kafka_fetch_resp_t frs; qn_kafka_list_offsets_resp_t los;
     } out;
     qn_karena_t a;
@@ -106,6 +108,14 @@ LLVMFuzzerTestOneInput (const uint8_t *data, size_t size)
         case QN_KAFKA_DELETE_TOPICS:
             S_CHECK (v & 1, body, len, delete_topics_req);
             S_CHECK (v & 1, body, len, delete_topics_resp);
+            break;
+        case QN_KAFKA_FIND_COORDINATOR:
+            S_CHECK ((int16_t) ((uint16_t) v % 3), body, len, find_coordinator_req);
+            S_CHECK ((int16_t) ((uint16_t) v % 3), body, len, find_coordinator_resp);
+            break;
+        case QN_KAFKA_INIT_PRODUCER_ID:
+            S_CHECK (v & 1, body, len, init_producer_id_req);
+            S_CHECK (v & 1, body, len, init_producer_id_resp);
             break;
         default:
             break;

@@ -7,7 +7,8 @@
 //  -o beginning/end/<n>/s@ts, -Q, -e; the same rows for HTTP pops (and
 //  native acks change nothing for Kafka readers); murmur2 placement on a
 //  3-partition topic; a fetch long-poll woken by a push; offset out of
-//  range and auto.offset.reset; raw-socket refusals (an API outside the
+//  range and auto.offset.reset; a transactional producer refused (53);
+//  kafkajs admin and producer; raw-socket refusals (an API outside the
 //  table closes, ApiVersions v4 gets the v0 body with error 35, a frame
 //  over the limit closes, a fetch past the end answers error 1).
 
@@ -216,6 +217,12 @@ test('a 3-partition topic: native partitions land by murmur2, order kept per key
     assert.deepEqual(lines, [
         'key0 1 0 "d"', 'key1 2 0 "b"', 'order-42 0 0 "a"', 'order-42 0 1 "c"', 'order-42 0 2 "e"',
     ]);
+});
+
+test('a transactional producer is refused: Transactional Id authorization failed (spec §12.5)', async () => {
+    const res = await kcat(['-X', 'transactional.id=x', '-P', '-t', 'ktx'], { input: 'x\n' });
+    assert.notEqual(res.code, 0);
+    assert.match(res.err, /Fatal error: Broker: Transactional Id authorization failed/);
 });
 
 test('kcat -P with keys, headers and every codec, read back exactly (spec §12.2)', async () => {

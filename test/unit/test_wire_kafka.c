@@ -505,6 +505,40 @@ test_topic_admin_round_trips (void **state)
     }
 }
 
+static void
+test_coordinator_round_trips (void **state)
+{
+    (void) state;
+    qn_kafka_find_coordinator_req_t fq = { QN_KSTR ("g1"), 1 };
+    qn_kafka_find_coordinator_resp_t fs = { 0, 53, QN_KSTR ("no transactions"), -1, QN_KSTR (""), -1 };
+    for (int16_t v = 0; v <= 2; v++) {
+        qn_karena_t a;
+        qn_karena_init (&a);
+        qn_kafka_find_coordinator_req_t rq;
+        S_RT (v, find_coordinator_req, &fq, &rq, &a);
+        assert_true (qn_kstr_eq (rq.key, QN_KSTR ("g1")));
+        assert_int_equal (rq.key_type, v >= 1 ? 1 : 0);
+        qn_kafka_find_coordinator_resp_t rs;
+        S_RT (v, find_coordinator_resp, &fs, &rs, &a);
+        assert_int_equal (rs.error_code, 53);
+        assert_int_equal (rs.node_id, -1);
+        qn_karena_free (&a);
+    }
+    qn_kafka_init_producer_id_req_t iq = { QN_KSTR ("tx"), 60000 };
+    qn_kafka_init_producer_id_resp_t is = { 0, 53, -1, -1 };
+    for (int16_t v = 0; v <= 1; v++) {
+        qn_karena_t a;
+        qn_karena_init (&a);
+        qn_kafka_init_producer_id_req_t rq;
+        S_RT (v, init_producer_id_req, &iq, &rq, &a);
+        assert_true (qn_kstr_eq (rq.transactional_id, QN_KSTR ("tx")));
+        qn_kafka_init_producer_id_resp_t rs;
+        S_RT (v, init_producer_id_resp, &is, &rs, &a);
+        assert_true (rs.error_code == 53 && rs.producer_id == -1 && rs.producer_epoch == -1);
+        qn_karena_free (&a);
+    }
+}
+
 // ---------------------------------------------------------------- kafkajs frames
 
 //  Decodes a kafkajs frame's header; returns the body's offset.
@@ -848,6 +882,7 @@ main (void)
         cmocka_unit_test (test_fetch_round_trips),
         cmocka_unit_test (test_list_offsets_round_trips),
         cmocka_unit_test (test_topic_admin_round_trips),
+        cmocka_unit_test (test_coordinator_round_trips),
         cmocka_unit_test (test_kafkajs_frames),
         cmocka_unit_test (test_record_batch_golden),
         cmocka_unit_test (test_record_batch_codecs),
