@@ -8,7 +8,8 @@ LLHTTP   := /usr/share/llhttp
 CFLAGS_COMMON := -std=c11 -g -Wall -Wextra -Werror -D_GNU_SOURCE -pthread \
                  -I. -I/usr/share/include/llhttp -I$(shell pg_config --includedir 2>/dev/null || echo /usr/include/postgresql)
 CFLAGS   ?= -O2
-LDLIBS   := -lpq -lzmq -lmsgpackc -lsodium -lssl -lcrypto -lcurl -lm -pthread
+LDLIBS   := -lpq -lzmq -lmsgpackc -lsodium -lssl -lcrypto -lcurl -lm -pthread \
+            -lz -lsnappy -llz4 -lzstd
 
 BUILD    ?= build
 ASAN_FLAGS := -O1 -fno-omit-frame-pointer -fsanitize=address,undefined -fno-sanitize-recover=undefined
@@ -207,7 +208,7 @@ build-fuzz/llhttp.a: $(wildcard $(LLHTTP)/*.c)
 build-fuzz/fuzz_%: test/fuzz/fuzz_%.c $(FUZZ_SRC) build-fuzz/llhttp.a
 	@mkdir -p build-fuzz
 	clang $(FUZZ_FLAGS) -Wall -Wextra -Werror -o $@ $< $(FUZZ_SRC) build-fuzz/llhttp.a \
-	    -lmsgpackc -lsodium -lssl -lcrypto
+	    -lmsgpackc -lsodium -lssl -lcrypto -lz -lsnappy -llz4 -lzstd
 
 fuzz: deps $(FUZZ_BINS)
 	@sh scripts/run-fuzz.sh $(FUZZ_SECONDS) $(FUZZ_NAMES)

@@ -104,4 +104,10 @@ typedef struct {
 } qn_pg_params_t;
 void qn_pg_params (const qn_config_t *config, qn_pg_params_t *p, int connect_timeout_s);
 
+//  The Kafka front door (actors/kafka/, docs/kafka.md): its codec
+//  ("kafka") and its listener on KAFKA_PORT ("kafka_acceptor"). main
+//  starts both only when KAFKA_PORT is not 0.
+qn_actor_t *qn_kafka_codec_new (qn_kernel_t *kernel, const qn_config_t *config);
+qn_actor_t *qn_kafka_acceptor_new (qn_kernel_t *kernel, const qn_config_t *config);
+
 #endif

@@ -88,6 +88,15 @@ static const s_setting_t s_settings [] = {
     { "MESH_HEARTBEAT_MS", S_INT, F (mesh_heartbeat_ms), "1000", 100, 60000, "mesh heartbeat period, ms; a peer silent for 5 periods is dropped" },
     //  Operations (opsweb): metrics and dashboard
     { "METRICS_QUEUE_SERIES", S_INT, F (metrics_queue_series), "100", 1, 10000, "queues with their own series per metric family in /metrics/prometheus; more count as queue=\"_other\"" },
+    //  Kafka front door (docs/kafka.md)
+    { "KAFKA_PORT", S_INT, F (kafka_port), "9092", 0, 65535, "Kafka protocol listening port; 0 = off" },
+    { "KAFKA_ADVERTISED_HOST", S_STR, F (kafka_advertised_host), "127.0.0.1", 0, 0, "host Metadata and FindCoordinator give Kafka clients (they reconnect to it)" },
+    { "KAFKA_DEFAULT_PARTITIONS", S_INT, F (kafka_default_partitions), "1", 1, 1024, "Kafka partition count of a queue first seen through Kafka" },
+    { "KAFKA_MAX_PARTITIONS", S_INT, F (kafka_max_partitions), "1024", 1, 1024, "largest partition count CreateTopics accepts" },
+    { "KAFKA_AUTO_CREATE_TOPICS", S_BOOL, F (kafka_auto_create_topics), "true", 0, 0, "Metadata creates a topic (queue) a client names" },
+    { "KAFKA_ALLOW_DELETE_TOPICS", S_BOOL, F (kafka_allow_delete_topics), "true", 0, 0, "DeleteTopics deletes queues" },
+    { "KAFKA_MAX_REQUEST_BYTES", S_INT, F (kafka_max_request_bytes), "104857600", 1024, 1024LL * MiB, "largest Kafka request frame (the connection is closed beyond)" },
+    { "KAFKA_NODE_ID", S_INT, F (kafka_node_id), "1", 0, 2147483647, "broker id in Metadata" },
     { NULL, 0, 0, NULL, 0, 0, NULL }
 };
 

@@ -78,6 +78,15 @@ typedef struct {
     int64_t ephemeral_max_bytes;        //  Ephemeral queues: memory cap of the broker
     //  Operations (opsweb): metrics and dashboard
     int64_t metrics_queue_series;   //  Per-queue series per family before "_other"
+    //  Kafka front door (docs/kafka.md)
+    int64_t kafka_port;         //  0 = off
+    char *kafka_advertised_host;
+    int64_t kafka_default_partitions;
+    int64_t kafka_max_partitions;
+    bool kafka_auto_create_topics;
+    bool kafka_allow_delete_topics;
+    int64_t kafka_max_request_bytes;
+    int64_t kafka_node_id;
     bool embedded;              //  Not a setting: PG_HOST was unset
 } qn_config_t;
 

@@ -32,6 +32,10 @@
     X (QN_MSG_SPOOL_STATS_ASK, 104) /* system routes -> spool (wire/msg_spool.h) */ \
     X (QN_MSG_SPOOL_STATS_REPLY, 105) /* spool -> asker: counts */ \
     X (QN_MSG_SPOOL_DRAINED, 106)  /* spool -> pg_writer: all replayed [appends] */ \
+    /* kafka (200-219): wire/msg_kafka.h */ \
+    X (QN_MSG_KAFKA_REQUEST, 200)  /* kafka_acceptor -> kafka: one frame (wire/msg_kafka.h) */ \
+    X (QN_MSG_KAFKA_RESPONSE, 201) /* kafka -> kafka_acceptor: its answer, in order */ \
+    X (QN_MSG_KAFKA_CLOSED,  202)  /* kafka_acceptor -> kafka: client gone */ \
     /* mesh (260-279): wire/msg_mesh.h */ \
     X (QN_MSG_MESH_QCONF,    260)  /* event "qconf": a queue's settings changed [tenant, queue] */ \
     X (QN_MSG_MESH_STALE,    261)  /* event "qconf": drop every cached setting [] */ \

@@ -106,6 +106,28 @@ static const qn_sql_stmt_t s_stmts [QN_SQL_COUNT_] = {
         "SELECT address, epoch, age_ms FROM queen.mesh_beat ($1, $2, $3)", 3,
         { T, QN_OID_INT8, QN_OID_INT4 } },
     [QN_SQL_MESH_NOTIFY] = { "mesh_notify", "SELECT queen.mesh_notify ($1)", 1, { T } },
+    //  Kafka front door (schema/functions/60_kafka.sql, actors/kafka/codec.c)
+    [QN_SQL_KAFKA_TOPICS] = { "kafka_topics",
+        "SELECT name, partitions, err FROM queen.kafka_topics ($1, $2, $3, $4)", 4,
+        { T, TA, QN_OID_BOOL, QN_OID_INT4 } },
+    [QN_SQL_KAFKA_FETCH] = { "kafka_fetch",
+        "SELECT err, hwm, log_start, koffset, ts_ms, key, value, headers, encrypted"
+        " FROM queen.kafka_fetch ($1, $2, $3, $4, $5, $6)", 6,
+        { T, T, QN_OID_INT4, QN_OID_INT8, QN_OID_INT4, QN_OID_INT4 } },
+    [QN_SQL_KAFKA_LIST_OFFSET] = { "kafka_list_offset",
+        "SELECT err, koffset, ts_ms FROM queen.kafka_list_offset ($1, $2, $3, $4)", 4,
+        { T, T, QN_OID_INT4, QN_OID_INT8 } },
+    [QN_SQL_KAFKA_CREATE_TOPIC] = { "kafka_create_topic",
+        "SELECT queen.kafka_create_topic ($1, $2, $3, $4, $5)", 5,
+        { T, T, QN_OID_INT4, QN_OID_INT4, QN_OID_BOOL } },
+    [QN_SQL_KAFKA_DELETE_TOPIC] = { "kafka_delete_topic",
+        "SELECT queen.kafka_delete_topic ($1, $2)", 2, { T, T } },
+    [QN_SQL_KAFKA_PUSH] = { "kafka_push",
+        "SELECT ord, err, queue_name, duplicate, kpart, koffset"
+        " FROM queen.kafka_push ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)", 10,
+        { T, TA, TA, TA, QN_OID_BYTEA_ARR, QN_OID_INT4_ARR, QN_OID_INT8_ARR, QN_OID_BYTEA_ARR,
+          QN_OID_BOOL_ARR, QN_OID_BYTEA_ARR },
+        .wake_queue_col = 3 },                          //  queue_name of every row
 };
 
 const qn_sql_stmt_t *

@@ -44,6 +44,13 @@ typedef enum {
     //  mesh (schema/functions/64_mesh.sql)
     QN_SQL_MESH_BEAT,           //  Register this broker, list live peers
     QN_SQL_MESH_NOTIFY,         //  Hints over LISTEN/NOTIFY when the mesh cannot carry them
+    //  Kafka front door (schema/functions/60_kafka.sql)
+    QN_SQL_KAFKA_TOPICS,
+    QN_SQL_KAFKA_FETCH,
+    QN_SQL_KAFKA_LIST_OFFSET,
+    QN_SQL_KAFKA_CREATE_TOPIC,
+    QN_SQL_KAFKA_DELETE_TOPIC,
+    QN_SQL_KAFKA_PUSH,
     QN_SQL_COUNT_
 } qn_sql_id_t;
 

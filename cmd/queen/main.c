@@ -127,6 +127,9 @@ main (int argc, char **argv)
            && qn_pg_writer_new (kernel, &config, "pg_reader", (uint32_t) config.db_read_pool_size);
     for (size_t i = 0; ok && i < sizeof s_actors / sizeof s_actors [0]; i++)
         ok = s_actors [i] (kernel, &config) != NULL;
+    //  The Kafka door (off when KAFKA_PORT is 0): its codec, then its listener.
+    if (ok && config.kafka_port)
+        ok = qn_kafka_codec_new (kernel, &config) && qn_kafka_acceptor_new (kernel, &config);
     int rc = 1;
     if (ok) {
         qn_info ("ready");

@@ -116,7 +116,8 @@ $$;
 -- before that instant; an instant already past is stored as NULL.
 CREATE FUNCTION queen._push_rows(p_tenant text, p_queues text[], p_parts text[], p_txn_ids text[],
   p_payloads bytea[], p_trace_ids uuid[], p_producers text[], p_encrypted bool[], p_strict bool,
-  pq text[], pn text[], ppid bigint[], pqid int[], p_not_before timestamptz[])
+  pq text[], pn text[], ppid bigint[], pqid int[], p_not_before timestamptz[],
+  p_kparts int[] DEFAULT NULL, p_kts bigint[] DEFAULT NULL)
 RETURNS TABLE(ord int, seq bigint, partition_id bigint, queue_id int, duplicate bool)
 LANGUAGE plpgsql AS $$
 #variable_conflict use_column
@@ -124,6 +125,11 @@ DECLARE
   v_now  timestamptz := clock_timestamp();   -- read after the locks (I1')
   v_dup  record;
   v_full record;
+  r_ord  int[];
+  r_seq  bigint[];
+  r_pid  bigint[];
+  r_qid  int[];
+  r_dup  bool[];
 BEGIN
   IF p_strict THEN
     v_dup := queen._push_dup(p_queues, p_parts, p_txn_ids, pq, pn, ppid);
@@ -140,7 +146,7 @@ BEGIN
     PERFORM queen.ensure_segments();
   END IF;
 
-  RETURN QUERY
+  -- the rows are kept for the Kafka offset index (schema/functions/60_kafka.sql)
   WITH pairs AS (
     SELECT * FROM unnest(pq, pn, ppid, pqid) AS x(q, n, pid, qid)),
   items AS MATERIALIZED (
@@ -200,12 +206,17 @@ BEGIN
       SET messages = s.messages + EXCLUDED.messages, updated_at = EXCLUDED.updated_at)
   -- no self-joins of the CTEs here: plans stay linear even as generic plans
   -- (whose row estimates for unnest() of parameters are tiny)
-  SELECT o.ord, o.seq, o.pid, o.qid, o.dup
+  SELECT array_agg(o.ord ORDER BY o.ord), array_agg(o.seq ORDER BY o.ord), array_agg(o.pid ORDER BY o.ord),
+         array_agg(o.qid ORDER BY o.ord), array_agg(o.dup ORDER BY o.ord)
+    INTO r_ord, r_seq, r_pid, r_qid, r_dup
   FROM (SELECT nb.ord,
                COALESCE(nb.old_seq, nb.new_seq, max(nb.new_seq) OVER (PARTITION BY nb.pid, nb.txn)) AS seq,
                nb.pid, nb.qid, nb.new_seq IS NULL AS dup
-          FROM numbered nb) o
-  ORDER BY o.ord;
+          FROM numbered nb) o;
+
+  -- Kafka view: offsets for the new rows, under the kpart row locks
+  PERFORM queen._kafka_append(r_seq, r_pid, r_qid, r_dup, pn, ppid, p_kparts, p_kts, v_now);
+  RETURN QUERY SELECT * FROM unnest(r_ord, r_seq, r_pid, r_qid, r_dup);
 
   -- window buffer: hold back partitions that just received messages (rows not
   -- under a live lease; pop re-checks the newest message for leased ones)
@@ -249,11 +260,13 @@ END
 $$;
 
 -- p_not_before (optional): per-item "not delivered before" instants (NULL
--- element or array: none). The broker binds microseconds since the Unix
+-- element or array: none). p_kparts / p_kts (optional, Kafka Produce): the
+-- Kafka partition each item goes to and its Kafka timestamp in ms (NULL:
+-- murmur2 of the partition name, created_at). The broker binds microseconds since the Unix
 -- epoch and converts them with queen.ts_of_us.
 CREATE FUNCTION queen.push(p_tenant text, p_queues text[], p_parts text[], p_txn_ids text[],
   p_payloads bytea[], p_trace_ids uuid[], p_producers text[], p_encrypted bool[], p_strict bool,
-  p_not_before timestamptz[] DEFAULT NULL)
+  p_not_before timestamptz[] DEFAULT NULL, p_kparts int[] DEFAULT NULL, p_kts bigint[] DEFAULT NULL)
 RETURNS TABLE(ord int, seq bigint, partition_id bigint, queue_id int, duplicate bool)
 LANGUAGE plpgsql
 -- generic plans: the statements are written to plan well without the parameter
@@ -275,6 +288,6 @@ BEGIN
   lp := queen._lock_partitions(p_tenant, p_queues, p_parts, NULL);
   RETURN QUERY SELECT * FROM queen._push_rows(p_tenant, p_queues, p_parts, p_txn_ids, p_payloads,
     p_trace_ids, p_producers, p_encrypted, COALESCE(p_strict, false), lp.pq, lp.pn, lp.ppid, lp.pqid,
-    p_not_before);
+    p_not_before, p_kparts, p_kts);
 END
 $$;

@@ -1,0 +1,349 @@
+-- ---------------------------------------------------------------------------
+-- Kafka view of queues (spec kafka.md §6; docs/kafka.md)
+-- ---------------------------------------------------------------------------
+-- Topic = queue; each queue with kafka_partitions = N >= 1 has N Kafka
+-- partitions ("kparts") with dense offsets in queen.kafka_log, handed out by
+-- every push (native, Kafka, any front door) inside its transaction
+-- (queen._kafka_append, called by queen._push_rows). A native partition E
+-- belongs to kpart (murmur2(utf8(E)) & 0x7fffffff) mod N, as the Java client
+-- and kafkajs partition a record with key E; a Kafka-produced record goes to
+-- the kpart its producer chose.
+
+-- a * b mod 2^32 for a, b in [0, 2^32) without overflowing bigint
+CREATE FUNCTION queen._mul32(a bigint, b bigint) RETURNS bigint
+LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE AS $$
+  SELECT (((a & 65535) * b) + ((((a >> 16) * b) & 65535) << 16)) & 4294967295
+$$;
+
+-- Kafka's murmur2 (seed 0x9747b28c) as an unsigned 32-bit value; the same
+-- function as wire/kafka_prim.c (test/sql/260_kafka.sql checks the spec's
+-- vectors against both).
+CREATE FUNCTION queen.kafka_murmur2(p bytea) RETURNS bigint
+LANGUAGE plpgsql IMMUTABLE STRICT PARALLEL SAFE AS $$
+DECLARE
+  m    constant bigint := 1540483477;    -- 0x5bd1e995
+  len  int := length(p);
+  h    bigint := (2538058380 # len) & 4294967295;
+  k    bigint;
+  i    int := 0;
+BEGIN
+  WHILE i + 4 <= len LOOP
+    k := get_byte(p, i)::bigint | (get_byte(p, i + 1)::bigint << 8)
+       | (get_byte(p, i + 2)::bigint << 16) | (get_byte(p, i + 3)::bigint << 24);
+    k := queen._mul32(k, m);
+    k := k # (k >> 24);
+    k := queen._mul32(k, m);
+    h := queen._mul32(h, m) # k;
+    i := i + 4;
+  END LOOP;
+  IF len - i = 3 THEN h := h # (get_byte(p, i + 2)::bigint << 16); END IF;
+  IF len - i >= 2 THEN h := h # (get_byte(p, i + 1)::bigint << 8); END IF;
+  IF len - i >= 1 THEN h := queen._mul32(h # get_byte(p, i)::bigint, m); END IF;
+  h := h # (h >> 13);
+  h := queen._mul32(h, m);
+  RETURN h # (h >> 15);
+END
+$$;
+
+-- The kpart of native partition p_name in a queue with p_n kparts.
+CREATE FUNCTION queen.kafka_kpart(p_name text, p_n int) RETURNS int
+LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE AS $$
+  SELECT ((queen.kafka_murmur2(convert_to(p_name, 'UTF8')) & 2147483647) % p_n)::int
+$$;
+
+-- Legal Kafka topic name: 1..249 of [A-Za-z0-9._-], not "." or "..".
+CREATE FUNCTION queen.kafka_legal_name(p_name text) RETURNS bool
+LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $$
+  SELECT p_name IS NOT NULL AND p_name ~ '^[A-Za-z0-9._-]{1,249}$' AND p_name NOT IN ('.', '..')
+$$;
+
+-- Called by queen._push_rows with the rows of one push, native partition
+-- locks held: for the new (not duplicate) rows of Kafka-enabled queues,
+-- lock the kpart counters in (queue_id, kpart) order, hand out offsets in
+-- item order, append the kafka_log rows, bump the counters. The row locks
+-- are held until commit, so offsets become visible in offset order.
+-- p_kparts[i] (when in range) is the kpart a Kafka producer chose; p_kts[i]
+-- the record's Kafka timestamp (ms); else murmur2 and created_at.
+CREATE FUNCTION queen._kafka_append(a_seq bigint[], a_pid bigint[], a_qid int[], a_dup bool[],
+  pn text[], ppid bigint[], p_kparts int[], p_kts bigint[], p_now timestamptz)
+RETURNS void
+LANGUAGE plpgsql AS $$
+DECLARE
+  v_now_ms bigint := floor(extract(epoch FROM p_now) * 1000)::bigint;
+  k_qid    int[];
+  k_kpart  int[];
+  k_pid    bigint[];
+  k_seq    bigint[];
+  k_ts     bigint[];
+BEGIN
+  SELECT array_agg(i.qid ORDER BY i.o), array_agg(
+           CASE WHEN p_kparts[i.o] >= 0 AND p_kparts[i.o] < q.kafka_partitions THEN p_kparts[i.o]
+                ELSE queen.kafka_kpart(nm.n, q.kafka_partitions) END ORDER BY i.o),
+         array_agg(i.pid ORDER BY i.o), array_agg(i.seq ORDER BY i.o),
+         array_agg(COALESCE(p_kts[i.o], v_now_ms) ORDER BY i.o)
+    INTO k_qid, k_kpart, k_pid, k_seq, k_ts
+    FROM unnest(a_seq, a_pid, a_qid, a_dup) WITH ORDINALITY AS i(seq, pid, qid, dup, o)
+    JOIN queen.queues q ON q.id = i.qid AND q.kafka_partitions > 0
+    JOIN (SELECT DISTINCT x.n, x.pid FROM unnest(pn, ppid) AS x(n, pid)) nm ON nm.pid = i.pid
+   WHERE NOT i.dup;
+  IF k_qid IS NULL THEN
+    RETURN;
+  END IF;
+
+  INSERT INTO queen.kafka_partition_state (queue_id, kpart)
+  SELECT DISTINCT q, k FROM unnest(k_qid, k_kpart) AS u(q, k) ORDER BY q, k
+  ON CONFLICT DO NOTHING;
+  PERFORM 1 FROM queen.kafka_partition_state s
+    WHERE (s.queue_id, s.kpart) IN (SELECT DISTINCT q, k FROM unnest(k_qid, k_kpart) AS u(q, k))
+    ORDER BY s.queue_id, s.kpart
+    FOR UPDATE;
+
+  WITH items AS (
+    SELECT u.q, u.k, u.pid, u.seq, u.ts,
+           row_number() OVER (PARTITION BY u.q, u.k ORDER BY u.o) - 1 AS rn
+      FROM unnest(k_qid, k_kpart, k_pid, k_seq, k_ts) WITH ORDINALITY AS u(q, k, pid, seq, ts, o)),
+  ins AS (
+    INSERT INTO queen.kafka_log (queue_id, kpart, koffset, partition_id, seq, ts_ms)
+    SELECT i.q, i.k, s.next_offset + i.rn, i.pid, i.seq, i.ts
+      FROM items i JOIN queen.kafka_partition_state s ON s.queue_id = i.q AND s.kpart = i.k)
+  UPDATE queen.kafka_partition_state s
+     SET next_offset = s.next_offset + c.n
+    FROM (SELECT i.q, i.k, count(*) AS n FROM items i GROUP BY i.q, i.k) c
+   WHERE s.queue_id = c.q AND s.kpart = c.k;
+END
+$$;
+
+-- Kafka Produce: queen.push of the items whose topic is a Kafka-visible
+-- queue of the tenant and whose kpart is inside it (others: err 3, not
+-- pushed; Produce never creates topics), with the kparts and timestamps the
+-- producer chose, then the message_meta rows (timestamp, raw key, null
+-- value, headers) of the new messages. Answers each item's kpart and
+-- offset (a duplicate answers its original row's) and its queue name (for
+-- the "committed" wake-up, statements.c).
+CREATE FUNCTION queen.kafka_push(p_tenant text, p_queues text[], p_parts text[], p_txn_ids text[],
+  p_payloads bytea[], p_kparts int[], p_kts bigint[], p_raw_keys bytea[], p_value_null bool[],
+  p_headers bytea[])
+RETURNS TABLE(ord int, err smallint, queue_name text, duplicate bool, kpart int, koffset bigint)
+LANGUAGE plpgsql AS $$
+#variable_conflict use_column
+DECLARE
+  v_ok  int[];
+  n     int;
+  r_ord int[]; r_seq bigint[]; r_pid bigint[]; r_dup bool[];
+BEGIN
+  SELECT array_agg(t.o ORDER BY t.o) INTO v_ok
+    FROM unnest(p_queues, p_kparts) WITH ORDINALITY AS t(q, k, o)
+    JOIN queen.queues qq ON qq.tenant = p_tenant AND qq.name = t.q
+   WHERE t.k >= 0 AND t.k < qq.kafka_partitions;
+  n := COALESCE(array_length(v_ok, 1), 0);
+  IF n > 0 THEN
+    SELECT array_agg(v_ok[x.ord] ORDER BY x.ord), array_agg(x.seq ORDER BY x.ord),
+           array_agg(x.partition_id ORDER BY x.ord), array_agg(x.duplicate ORDER BY x.ord)
+      INTO r_ord, r_seq, r_pid, r_dup
+      FROM queen.push(p_tenant, ARRAY(SELECT p_queues[o] FROM unnest(v_ok) o),
+                      ARRAY(SELECT p_parts[o] FROM unnest(v_ok) o),
+                      ARRAY(SELECT p_txn_ids[o] FROM unnest(v_ok) o),
+                      ARRAY(SELECT p_payloads[o] FROM unnest(v_ok) o),
+                      array_fill(NULL::uuid, ARRAY[n]), array_fill(NULL::text, ARRAY[n]),
+                      array_fill(false, ARRAY[n]), false, NULL,
+                      ARRAY(SELECT p_kparts[o] FROM unnest(v_ok) o),
+                      ARRAY(SELECT p_kts[o] FROM unnest(v_ok) o)) x;
+    INSERT INTO queen.message_meta (partition_id, seq, ts_ms, raw_key, value_null, headers)
+    SELECT u.pid, u.seq, p_kts[u.o], p_raw_keys[u.o], COALESCE(p_value_null[u.o], false), p_headers[u.o]
+      FROM unnest(r_ord, r_pid, r_seq, r_dup) AS u(o, pid, seq, dup)
+     WHERE NOT u.dup
+    ON CONFLICT DO NOTHING;
+  END IF;
+  RETURN QUERY
+  SELECT t.o::int, CASE WHEN u.o IS NULL THEN 3 ELSE 0 END::smallint, t.q, COALESCE(u.dup, false),
+         l.kpart, l.koffset
+    FROM unnest(p_queues) WITH ORDINALITY AS t(q, o)
+    LEFT JOIN unnest(r_ord, r_seq, r_pid, r_dup) AS u(o, seq, pid, dup) ON u.o = t.o
+    LEFT JOIN queen.kafka_log l ON l.partition_id = u.pid AND l.seq = u.seq
+   ORDER BY t.o;
+END
+$$;
+
+-- Metadata: p_names NULL = every Kafka-visible queue of the tenant, sorted;
+-- else each name in request order: err 17 for an illegal name, 3 for a
+-- queue that does not exist (or has its Kafka view off) unless p_create
+-- creates it with p_parts kparts (never a reserved "__" name: 17).
+CREATE FUNCTION queen.kafka_topics(p_tenant text, p_names text[], p_create bool, p_parts int)
+RETURNS TABLE(name text, partitions int, err smallint)
+LANGUAGE plpgsql AS $$
+#variable_conflict use_column
+BEGIN
+  IF p_names IS NULL THEN
+    RETURN QUERY
+    SELECT q.name::text, q.kafka_partitions, 0::smallint FROM queen.queues q
+     WHERE q.tenant = p_tenant AND q.kafka_partitions > 0 AND queen.kafka_legal_name(q.name)
+     ORDER BY q.name;
+    RETURN;
+  END IF;
+  IF p_create THEN
+    INSERT INTO queen.queues (tenant, name, namespace, task, kafka_partitions)
+    SELECT p_tenant, d.n, split_part(d.n, '.', 1), split_part(d.n, '.', 2), p_parts
+      FROM (SELECT DISTINCT n FROM unnest(p_names) n
+             WHERE queen.kafka_legal_name(n) AND n NOT LIKE '\_\_%') d
+     ORDER BY d.n
+    ON CONFLICT (tenant, name) DO NOTHING;
+  END IF;
+  RETURN QUERY
+  SELECT t.n, CASE WHEN q.kafka_partitions > 0 THEN q.kafka_partitions ELSE 0 END,
+         CASE WHEN NOT queen.kafka_legal_name(t.n) THEN 17
+              WHEN q.id IS NULL AND p_create AND t.n LIKE '\_\_%' THEN 17
+              WHEN q.id IS NULL OR q.kafka_partitions = 0 THEN 3
+              ELSE 0 END::smallint
+    FROM unnest(p_names) WITH ORDINALITY AS t(n, o)
+    LEFT JOIN queen.queues q ON q.tenant = p_tenant AND q.name = t.n
+   ORDER BY t.o;
+END
+$$;
+
+-- CreateTopics, one topic: 0 created (or would be, p_validate), 17 illegal
+-- or reserved name, 36 exists, 37 partitions outside 1..p_max.
+CREATE FUNCTION queen.kafka_create_topic(p_tenant text, p_name text, p_parts int, p_max int,
+  p_validate bool)
+RETURNS smallint
+LANGUAGE plpgsql AS $$
+DECLARE
+  v_id int;
+BEGIN
+  IF NOT queen.kafka_legal_name(p_name) OR p_name LIKE '\_\_%' THEN
+    RETURN 17;
+  END IF;
+  IF p_parts IS NULL OR p_parts < 1 OR p_parts > p_max THEN
+    RETURN 37;
+  END IF;
+  IF EXISTS (SELECT 1 FROM queen.queues q WHERE q.tenant = p_tenant AND q.name = p_name) THEN
+    RETURN 36;
+  END IF;
+  IF p_validate THEN
+    RETURN 0;
+  END IF;
+  INSERT INTO queen.queues (tenant, name, namespace, task, kafka_partitions)
+  VALUES (p_tenant, p_name, split_part(p_name, '.', 1), split_part(p_name, '.', 2), p_parts)
+  ON CONFLICT (tenant, name) DO NOTHING
+  RETURNING id INTO v_id;
+  RETURN CASE WHEN v_id IS NULL THEN 36 ELSE 0 END;
+END
+$$;
+
+-- DeleteTopics, one topic: the native queue goes (queen.queue_delete) with
+-- its Kafka state. 0, or 3 when there is no such Kafka-visible queue.
+CREATE FUNCTION queen.kafka_delete_topic(p_tenant text, p_name text) RETURNS smallint
+LANGUAGE plpgsql AS $$
+DECLARE
+  v_id int;
+BEGIN
+  SELECT q.id INTO v_id FROM queen.queues q
+   WHERE q.tenant = p_tenant AND q.name = p_name AND q.kafka_partitions > 0;
+  IF v_id IS NULL THEN
+    RETURN 3;
+  END IF;
+  PERFORM queen.queue_delete(p_tenant, p_name);
+  DELETE FROM queen.kafka_partition_state WHERE queue_id = v_id;
+  DELETE FROM queen.kafka_log WHERE queue_id = v_id;
+  DELETE FROM queen.kafka_group_offset WHERE queue_id = v_id;
+  RETURN 0;
+END
+$$;
+
+-- Fetch of one kpart from p_offset: the high watermark, the log start and
+-- the records in offset order, read in ONE statement (one snapshot), so no
+-- record at or past the reported high watermark is returned. At most
+-- p_max_rows records and about p_max_bytes of values (the first record
+-- always). err 3: no such topic/kpart; 1: p_offset outside [log start,
+-- high watermark]. Always at least one row: koffset NULL when no record.
+-- The key is the raw key if stored, else the native partition name
+-- ('Default' = null key).
+CREATE FUNCTION queen.kafka_fetch(p_tenant text, p_queue text, p_kpart int, p_offset bigint,
+  p_max_bytes int, p_max_rows int)
+RETURNS TABLE(err smallint, hwm bigint, log_start bigint, koffset bigint, ts_ms bigint, key bytea,
+              value bytea, headers bytea, encrypted bool)
+LANGUAGE plpgsql AS $$
+#variable_conflict use_column
+DECLARE
+  v_qid int;
+  v_n   int;
+BEGIN
+  SELECT q.id, q.kafka_partitions INTO v_qid, v_n FROM queen.queues q
+   WHERE q.tenant = p_tenant AND q.name = p_queue;
+  IF v_qid IS NULL OR v_n < 1 OR p_kpart < 0 OR p_kpart >= v_n THEN
+    RETURN QUERY SELECT 3::smallint, -1::bigint, -1::bigint, NULL::bigint, NULL::bigint, NULL::bytea,
+                        NULL::bytea, NULL::bytea, NULL::bool;
+    RETURN;
+  END IF;
+  RETURN QUERY
+  WITH st AS (
+    SELECT COALESCE((SELECT s.next_offset FROM queen.kafka_partition_state s
+                      WHERE s.queue_id = v_qid AND s.kpart = p_kpart), 0) AS hwm),
+  ls AS (
+    SELECT COALESCE((SELECT min(l.koffset) FROM queen.kafka_log l
+                      WHERE l.queue_id = v_qid AND l.kpart = p_kpart), st.hwm) AS lso FROM st),
+  ok AS (
+    SELECT p_offset >= ls.lso AND p_offset <= st.hwm AS in_range FROM st, ls),
+  recs AS (
+    SELECT l.koffset, l.ts_ms, l.partition_id, l.seq
+      FROM queen.kafka_log l, st, ok
+     WHERE ok.in_range AND l.queue_id = v_qid AND l.kpart = p_kpart
+       AND l.koffset >= p_offset AND l.koffset < st.hwm
+     ORDER BY l.koffset LIMIT p_max_rows),
+  rows AS (
+    SELECT r.koffset, COALESCE(mm.ts_ms, r.ts_ms) AS ts,
+           CASE WHEN mm.raw_key IS NOT NULL THEN mm.raw_key
+                WHEN p.name = 'Default' THEN NULL
+                ELSE convert_to(p.name, 'UTF8') END AS k,
+           CASE WHEN mm.value_null THEN NULL ELSE m.payload END AS v,
+           mm.headers AS h, m.is_encrypted AS enc,
+           octet_length(m.payload) + COALESCE(octet_length(mm.headers), 0) + octet_length(p.name) + 32 AS sz
+      FROM recs r
+      JOIN queen.messages m ON m.partition_id = r.partition_id AND m.seq = r.seq
+      JOIN queen.partitions p ON p.id = r.partition_id
+      LEFT JOIN queen.message_meta mm ON mm.partition_id = r.partition_id AND mm.seq = r.seq),
+  sized AS (
+    SELECT x.*, sum(x.sz) OVER (ORDER BY x.koffset) - x.sz AS before FROM rows x)
+  SELECT CASE WHEN ok.in_range THEN 0 ELSE 1 END::smallint, st.hwm, ls.lso,
+         z.koffset, z.ts, z.k, z.v, z.h, z.enc
+    FROM st CROSS JOIN ls CROSS JOIN ok
+    LEFT JOIN (SELECT * FROM sized WHERE sized.before = 0 OR sized.before + sized.sz <= p_max_bytes) z ON true
+   ORDER BY z.koffset;
+END
+$$;
+
+-- ListOffsets of one kpart: p_ts -1 = high watermark, -2 = log start (both
+-- with timestamp -1); p_ts >= 0 = the first offset whose record timestamp
+-- is >= p_ts with that timestamp, else the high watermark and -1.
+-- err 3: no such topic/kpart.
+CREATE FUNCTION queen.kafka_list_offset(p_tenant text, p_queue text, p_kpart int, p_ts bigint)
+RETURNS TABLE(err smallint, koffset bigint, ts_ms bigint)
+LANGUAGE plpgsql AS $$
+#variable_conflict use_column
+DECLARE
+  v_qid int;
+  v_n   int;
+BEGIN
+  SELECT q.id, q.kafka_partitions INTO v_qid, v_n FROM queen.queues q
+   WHERE q.tenant = p_tenant AND q.name = p_queue;
+  IF v_qid IS NULL OR v_n < 1 OR p_kpart < 0 OR p_kpart >= v_n THEN
+    RETURN QUERY SELECT 3::smallint, -1::bigint, -1::bigint;
+    RETURN;
+  END IF;
+  RETURN QUERY
+  WITH st AS (
+    SELECT COALESCE((SELECT s.next_offset FROM queen.kafka_partition_state s
+                      WHERE s.queue_id = v_qid AND s.kpart = p_kpart), 0) AS hwm),
+  hit AS (
+    SELECT l.koffset, l.ts_ms FROM queen.kafka_log l, st
+     WHERE p_ts >= 0 AND l.queue_id = v_qid AND l.kpart = p_kpart AND l.ts_ms >= p_ts
+       AND l.koffset < st.hwm
+     ORDER BY l.koffset LIMIT 1)
+  SELECT 0::smallint,
+         CASE WHEN p_ts = -2 THEN COALESCE((SELECT min(l.koffset) FROM queen.kafka_log l
+                                             WHERE l.queue_id = v_qid AND l.kpart = p_kpart), st.hwm)
+              WHEN p_ts >= 0 THEN COALESCE((SELECT hit.koffset FROM hit), st.hwm)
+              ELSE st.hwm END,
+         CASE WHEN p_ts >= 0 THEN COALESCE((SELECT hit.ts_ms FROM hit), -1) ELSE -1 END::bigint
+    FROM st;
+END
+$$;

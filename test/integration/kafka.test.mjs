@@ -1,0 +1,385 @@
+//  test/integration/kafka.test.mjs - the Kafka front door with the real
+//  kcat 1.7.1 (Debian; librdkafka 2.0.2) against a broker whose KAFKA_PORT
+//  comes from freePort() (spec kafka.md §12.2, §12.4, §12.5; docs/kafka.md):
+//  metadata, auto-creation, kcat -P with keys, headers and gzip / snappy /
+//  lz4 / zstd, Kafka in -> HTTP out, murmur2_random placement, HTTP in ->
+//  kcat out with keys, offsets and
+//  -o beginning/end/<n>/s@ts, -Q, -e; the same rows for HTTP pops (and
+//  native acks change nothing for Kafka readers); murmur2 placement on a
+//  3-partition topic; a fetch long-poll woken by a push; offset out of
+//  range and auto.offset.reset; a transactional producer refused (53);
+//  kafkajs admin and producer; raw-socket refusals (an API outside the
+//  table closes, ApiVersions v4 gets the v0 body with error 35, a frame
+//  over the limit closes, a fetch past the end answers error 1).
+
+import { test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
+import net from 'node:net';
+import kafkajs from 'kafkajs';
+import {
+    startBroker, freePort, pushItems, popMessages, ackBatch, ackFor, configureQueue,
+} from './lib.mjs';
+
+let broker;
+let U;
+let B;
+let kport;
+
+before(async () => {
+    //  Two distinct free ports (freePort may hand out the same one twice).
+    const port = await freePort();
+    do
+        kport = await freePort();
+    while (kport === port);
+    broker = await startBroker({
+        port,
+        env: { KAFKA_PORT: String(kport), KAFKA_ADVERTISED_HOST: '127.0.0.1', KAFKA_DEFAULT_PARTITIONS: '3',
+               KAFKA_MAX_REQUEST_BYTES: '1048576' },
+    });
+    U = broker.url;
+    B = `127.0.0.1:${kport}`;
+});
+
+after(async () => {
+    if (broker)
+        await broker.stop();
+});
+
+//  Runs kcat with args (stdin from input); resolves to { code, out, err }.
+//  Unbuffered (-u) so nothing is lost when it exits.
+function kcat (args, { input, timeoutMs = 30000 } = {}) {
+    return new Promise((resolve, reject) => {
+        const p = spawn('kcat', ['-b', B, '-u', ...args], { stdio: ['pipe', 'pipe', 'pipe'] });
+        let out = '';
+        let err = '';
+        p.stdout.on('data', (c) => { out += c; });
+        p.stderr.on('data', (c) => { err += c; });
+        const timer = setTimeout(() => {
+            p.kill('SIGKILL');
+            reject(new Error(`kcat ${args.join(' ')} did not finish in ${timeoutMs} ms:\n${out}\n${err}`));
+        }, timeoutMs);
+        p.on('close', (code) => {
+            clearTimeout(timer);
+            resolve({ code, out, err });
+        });
+        p.stdin.end(input ?? '');
+    });
+}
+
+const push = (items) => pushItems(U, items, { queued: true });
+
+//  One raw Kafka exchange: sends `frames` (Buffers, each a whole frame
+//  with its size prefix) and collects what comes back until the broker
+//  closes or `want` response frames arrived. Resolves to { frames, closed }.
+function raw (frames, want) {
+    return new Promise((resolve, reject) => {
+        const s = net.connect(kport, '127.0.0.1');
+        let buf = Buffer.alloc(0);
+        const got = [];
+        let done = false;
+        const finish = (closed) => {
+            if (done)
+                return;
+            done = true;
+            clearTimeout(timer);
+            s.destroy();
+            resolve({ frames: got, closed });
+        };
+        const timer = setTimeout(() => {
+            done = true;
+            s.destroy();
+            reject(new Error(`raw exchange: no answer (got ${got.length} frames)`));
+        }, 15000);
+        s.on('connect', () => { for (const f of frames) s.write(f); });
+        s.on('data', (c) => {
+            buf = Buffer.concat([buf, c]);
+            while (buf.length >= 4 && buf.length >= 4 + buf.readInt32BE(0)) {
+                const n = buf.readInt32BE(0);
+                got.push(buf.subarray(4, 4 + n));
+                buf = buf.subarray(4 + n);
+            }
+            if (want !== undefined && got.length >= want)
+                finish(false);
+        });
+        s.on('close', () => finish(true));
+        s.on('error', () => finish(true));
+    });
+}
+
+//  A request frame: header v1 (client id "t"), or v2 (an empty tag
+//  section after it) for the flexible ApiVersions v3+, then the body.
+function frame (key, version, corr, body = Buffer.alloc(0)) {
+    const head = Buffer.alloc(10);
+    head.writeInt16BE(key, 0);
+    head.writeInt16BE(version, 2);
+    head.writeInt32BE(corr, 4);
+    head.writeInt16BE(1, 8);
+    const tags = key === 18 && version >= 3 ? Buffer.from([0]) : Buffer.alloc(0);
+    const payload = Buffer.concat([head, Buffer.from('t'), tags, body]);
+    const size = Buffer.alloc(4);
+    size.writeInt32BE(payload.length, 0);
+    return Buffer.concat([size, payload]);
+}
+
+function str (s) {
+    const b = Buffer.alloc(2 + Buffer.byteLength(s));
+    b.writeInt16BE(Buffer.byteLength(s), 0);
+    b.write(s, 2);
+    return b;
+}
+
+function i32 (v) {
+    const b = Buffer.alloc(4);
+    b.writeInt32BE(v, 0);
+    return b;
+}
+
+function i64 (v) {
+    const b = Buffer.alloc(8);
+    b.writeBigInt64BE(BigInt(v), 0);
+    return b;
+}
+
+test('kcat -L lists our broker as controller; naming a topic creates it with KAFKA_DEFAULT_PARTITIONS', async () => {
+    const all = await kcat(['-L']);
+    assert.equal(all.code, 0, all.err);
+    assert.match(all.out, new RegExp(`broker 1 at 127\\.0\\.0\\.1:${kport} \\(controller\\)`));
+    const one = await kcat(['-L', '-t', 'kmeta']);
+    assert.equal(one.code, 0, one.err);
+    assert.match(one.out, /topic "kmeta" with 3 partitions:/);
+    assert.match(one.out, /partition 2, leader 1, replicas: 1, isrs: 1/);
+    const again = await kcat(['-L']);
+    assert.match(again.out, /topic "kmeta" with 3 partitions/);
+});
+
+test('HTTP push in, kcat out: keys are partition names, offsets dense, -o beginning/<n>/end/s@ts, -Q, -e', async () => {
+    //  A queue first seen natively has one Kafka partition.
+    await push([
+        { queue: 'kx1', partition: 'k1', payload: 'hello' },
+        { queue: 'kx1', partition: 'k2', payload: { w: 'world' } },
+        { queue: 'kx1', payload: 'nokey' },
+    ]);
+    const all = await kcat(['-C', '-t', 'kx1', '-o', 'beginning', '-e', '-f', '%k=%s p%p @%o\\n']);
+    assert.equal(all.code, 0, all.err);
+    assert.equal(all.out, 'k1="hello" p0 @0\nk2={"w":"world"} p0 @1\n="nokey" p0 @2\n');
+    const json = await kcat(['-C', '-t', 'kx1', '-o', 'beginning', '-e', '-J']);
+    const recs = json.out.trim().split('\n').map((l) => JSON.parse(l));
+    assert.deepEqual(recs.map((r) => [r.key, r.offset, r.tstype]), [['k1', 0, 'create'], ['k2', 1, 'create'], [null, 2, 'create']]);
+    assert.ok(recs.every((r) => r.ts > 1600000000000));
+    const second = await kcat(['-C', '-t', 'kx1', '-o', '1', '-c', '1', '-e', '-f', '%s\\n']);
+    assert.equal(second.out, '{"w":"world"}\n');
+    const end = await kcat(['-C', '-t', 'kx1', '-o', 'end', '-e']);
+    assert.equal(end.code, 0, end.err);
+    assert.equal(end.out, '');
+    const q = await kcat(['-Q', '-t', 'kx1:0:0']);
+    assert.equal(q.code, 0, q.err);
+    assert.match(q.out, /kx1 \[0\] offset 0/);
+    const later = await kcat(['-C', '-t', 'kx1', '-o', `s@${Date.now() + 60000}`, '-e']);
+    assert.equal(later.code, 0, later.err);
+    assert.equal(later.out, '');
+    const fromTs = recs[1].ts;
+    const since = await kcat(['-C', '-t', 'kx1', '-o', `s@${fromTs}`, '-e', '-f', '%o\\n']);
+    assert.ok(since.out.startsWith(recs.find((r) => r.ts >= fromTs).offset + '\n'), since.out);
+});
+
+test('the same rows for HTTP pops; native acks do not change what Kafka readers see', async () => {
+    await push([
+        { queue: 'kx2', partition: 'e1', payload: 1 },
+        { queue: 'kx2', partition: 'e2', payload: 2 },
+        { queue: 'kx2', payload: 3 },
+    ]);
+    const before = await kcat(['-C', '-t', 'kx2', '-o', 'beginning', '-e', '-f', '%k:%s\\n']);
+    assert.equal(before.out, 'e1:1\ne2:2\n:3\n');
+    //  A queue-mode pop serves one partition at a time: three pops.
+    const msgs = [];
+    for (let i = 0; i < 3; i++)
+        msgs.push(...await popMessages(U, 'kx2', { batch: 10 }));
+    assert.deepEqual(msgs.map((m) => m.data).sort(), [1, 2, 3]);
+    await ackBatch(U, msgs.map((m) => ackFor(m, { status: 'completed' })), { success: true });
+    const afterAck = await kcat(['-C', '-t', 'kx2', '-o', 'beginning', '-e', '-f', '%k:%s\\n']);
+    assert.equal(afterAck.out, before.out);
+});
+
+test('a 3-partition topic: native partitions land by murmur2, order kept per key', async () => {
+    //  kmeta has 3 Kafka partitions (created above). order-42 -> 0,
+    //  key1 -> 2, key4 -> 0, key0 -> 1 (spec §6.2 vectors).
+    await push([
+        { queue: 'kmeta', partition: 'order-42', payload: 'a' },
+        { queue: 'kmeta', partition: 'key1', payload: 'b' },
+        { queue: 'kmeta', partition: 'order-42', payload: 'c' },
+        { queue: 'kmeta', partition: 'key0', payload: 'd' },
+        { queue: 'kmeta', partition: 'order-42', payload: 'e' },
+    ]);
+    const out = await kcat(['-C', '-t', 'kmeta', '-o', 'beginning', '-e', '-f', '%k %p %o %s\\n']);
+    assert.equal(out.code, 0, out.err);
+    const lines = out.out.trim().split('\n').sort();
+    assert.deepEqual(lines, [
+        'key0 1 0 "d"', 'key1 2 0 "b"', 'order-42 0 0 "a"', 'order-42 0 1 "c"', 'order-42 0 2 "e"',
+    ]);
+});
+
+test('a transactional producer is refused: Transactional Id authorization failed (spec §12.5)', async () => {
+    const res = await kcat(['-X', 'transactional.id=x', '-P', '-t', 'ktx'], { input: 'x\n' });
+    assert.notEqual(res.code, 0);
+    assert.match(res.err, /Fatal error: Broker: Transactional Id authorization failed/);
+});
+
+test('kcat -P with keys, headers and every codec, read back exactly (spec §12.2)', async () => {
+    //  Configured natively first: one Kafka partition, as in the spec's run.
+    await configureQueue(U, 'kp1');
+    const p1 = await kcat(['-P', '-t', 'kp1', '-K:'], { input: 'k1:hello\nk2:world\n' });
+    assert.equal(p1.code, 0, p1.err);
+    const p2 = await kcat(['-P', '-t', 'kp1', '-H', 'a=1', '-H', 'b=2', '-k', 'kk'], { input: 'hv\n' });
+    assert.equal(p2.code, 0, p2.err);
+    for (const z of ['gzip', 'snappy', 'lz4', 'zstd']) {
+        const pz = await kcat(['-P', '-t', 'kp1', '-K:', '-z', z], { input: `z:${z}\n` });
+        assert.equal(pz.code, 0, pz.err);
+    }
+    const out = await kcat(['-C', '-t', 'kp1', '-o', 'beginning', '-e', '-f', '%k=%s p%p @%o h=%h\n']);
+    assert.equal(out.code, 0, out.err);
+    assert.equal(out.out, 'k1=hello p0 @0 h=\nk2=world p0 @1 h=\nkk=hv p0 @2 h=a=1,b=2\n'
+        + 'z=gzip p0 @3 h=\nz=snappy p0 @4 h=\nz=lz4 p0 @5 h=\nz=zstd p0 @6 h=\n');
+    const json = await kcat(['-C', '-t', 'kp1', '-o', '0', '-c', '1', '-e', '-J']);
+    const rec = JSON.parse(json.out.trim());
+    assert.equal(rec.tstype, 'create');
+    assert.ok(Math.abs(rec.ts - Date.now()) < 600000, json.out);
+});
+
+test('Kafka in, HTTP out: keys are native partitions, values the payload bytes (spec §12.4.1)', async () => {
+    await configureQueue(U, 'kx5');
+    const p = await kcat(['-P', '-t', 'kx5', '-K:'], { input: 'e1:{"v":1}\ne2:{"v":2}\ne1:{"v":3}\n' });
+    assert.equal(p.code, 0, p.err);
+    const msgs = [];
+    for (let i = 0; i < 2; i++)
+        msgs.push(...await popMessages(U, 'kx5', { batch: 10 }));
+    const byPart = {};
+    for (const m of msgs)
+        (byPart[m.partition] ??= []).push(m.data.v);
+    assert.deepEqual(byPart, { e1: [1, 3], e2: [2] });
+    await ackBatch(U, msgs.map((m) => ackFor(m, { status: 'completed' })), { success: true });
+    const again = await kcat(['-C', '-t', 'kx5', '-o', 'beginning', '-e', '-f', '%k %s\n']);
+    assert.equal(again.out, 'e1 {"v":1}\ne2 {"v":2}\ne1 {"v":3}\n');
+});
+
+test('murmur2_random puts key0..key8 where kafkajs and native pushes do (spec §12.2)', async () => {
+    //  A topic first named by a producer gets KAFKA_DEFAULT_PARTITIONS (3).
+    const input = [...Array(9).keys()].map((i) => `key${i}:v${i}`).join('\n') + '\n';
+    const p = await kcat(['-P', '-t', 'kc3', '-K:', '-X', 'partitioner=murmur2_random', '-z', 'gzip'], { input });
+    assert.equal(p.code, 0, p.err);
+    const out = await kcat(['-C', '-t', 'kc3', '-o', 'beginning', '-e', '-f', '%k %p\n']);
+    assert.deepEqual(out.out.trim().split('\n').sort(),
+        ['key0 1', 'key1 2', 'key2 2', 'key3 1', 'key4 0', 'key5 1', 'key6 0', 'key7 0', 'key8 1']);
+    //  A native push to partition key4 lands in the same Kafka partition.
+    await push([{ queue: 'kc3', partition: 'key4', payload: 'native' }]);
+    const p0 = await kcat(['-C', '-t', 'kc3', '-p', '0', '-o', 'beginning', '-e', '-f', '%k %s\n']);
+    assert.match(p0.out, /key4 "native"\n$/);
+});
+
+test('a waiting fetch is woken by a push (kcat -o end -c 1 exits with the new message)', async () => {
+    await push([{ queue: 'kx3', partition: 'p', payload: 'first' }]);
+    const waiting = kcat(['-C', '-t', 'kx3', '-o', 'end', '-c', '1', '-f', '%s @%o\\n']);
+    //  Let kcat reach the end and park its fetch, then push.
+    await new Promise((r) => setTimeout(r, 1500));
+    await push([{ queue: 'kx3', partition: 'p', payload: 'second' }]);
+    const res = await waiting;
+    assert.equal(res.code, 0, res.err);
+    assert.equal(res.out, '"second" @1\n');
+});
+
+test('offset out of range: error 1, kcat resets with auto.offset.reset', async () => {
+    await push([{ queue: 'kx4', payload: 'x' }, { queue: 'kx4', payload: 'y' }]);
+    const early = await kcat(['-C', '-t', 'kx4', '-o', '100', '-e', '-X', 'auto.offset.reset=earliest', '-f', '%o\\n']);
+    assert.equal(early.code, 0, early.err);
+    assert.equal(early.out, '0\n1\n');
+    assert.match(early.err, /Offset out of range/);
+    //  Raw Fetch v4 at HWM + 5: partition error 1, empty records.
+    const body = Buffer.concat([i32(-1), i32(0), i32(1), i32(1048576), Buffer.from([0]),
+        i32(1), str('kx4'), i32(1), i32(0), i64(7), i32(1048576)]);
+    const r = await raw([frame(1, 4, 9, body)], 1);
+    assert.equal(r.frames.length, 1);
+    const f = r.frames[0];
+    assert.equal(f.readInt32BE(0), 9);                          //  correlation id
+    //  throttle(4) topics(4) name(2+3) parts(4) index(4) error(2)
+    assert.equal(f.readInt16BE(4 + 4 + 4 + 5 + 4 + 4), 1);
+});
+
+test('raw refusals: an API outside the table closes; ApiVersions v4 gets v0 with error 35; a huge frame closes', async () => {
+    //  DescribeGroups (15) v0: closed without an answer.
+    const dg = await raw([frame(15, 0, 1, Buffer.concat([i32(1), str('g')]))]);
+    assert.equal(dg.closed, true);
+    assert.equal(dg.frames.length, 0);
+    //  Produce v2 (below our range): closed.
+    const old = await raw([frame(0, 2, 1, Buffer.alloc(0))]);
+    assert.equal(old.closed, true);
+    assert.equal(old.frames.length, 0);
+    //  ApiVersions v4: v0 body, error 35, the 15 APIs, connection stays open
+    //  (a second request on it is answered).
+    const av = await raw([frame(18, 4, 5), frame(18, 0, 6)], 2);
+    assert.equal(av.closed, false);
+    assert.equal(av.frames[0].readInt32BE(0), 5);
+    assert.equal(av.frames[0].readInt16BE(4), 35);
+    assert.equal(av.frames[0].readInt32BE(6), 15);
+    assert.equal(av.frames[0].length, 4 + 2 + 4 + 15 * 6);
+    assert.equal(av.frames[1].readInt32BE(0), 6);
+    assert.equal(av.frames[1].readInt16BE(4), 0);
+    //  A frame larger than KAFKA_MAX_REQUEST_BYTES: closed at once.
+    const big = Buffer.alloc(4);
+    big.writeInt32BE(2 * 1048576, 0);
+    const huge = await raw([big]);
+    assert.equal(huge.closed, true);
+    assert.equal(huge.frames.length, 0);
+    //  Pipelined: three ApiVersions answered in order on one connection.
+    const pipe = await raw([frame(18, 2, 11), frame(18, 1, 12), frame(18, 0, 13)], 3);
+    assert.deepEqual(pipe.frames.map((x) => x.readInt32BE(0)), [11, 12, 13]);
+    //  The broker is still fine.
+    const ok = await kcat(['-L']);
+    assert.equal(ok.code, 0, ok.err);
+});
+
+test('kafkajs 2.2.4: admin create/list/delete topics, producer acks -1/1/0 with gzip, fetchTopicOffsets (spec §12.3, no groups)', async () => {
+    const { Kafka, logLevel, CompressionTypes } = kafkajs;
+    const kafka = new Kafka({ clientId: 'kjs', brokers: [B], logLevel: logLevel.NOTHING, retry: { retries: 3 } });
+    const admin = kafka.admin();
+    await admin.connect();
+    try {
+        assert.equal(await admin.createTopics({ topics: [{ topic: 'kt', numPartitions: 3 }] }), true);
+        assert.equal(await admin.createTopics({ topics: [{ topic: 'kt', numPartitions: 3 }] }), false);
+        await assert.rejects(admin.createTopics({ topics: [{ topic: 'kbad', numPartitions: 1,
+            configEntries: [{ name: 'cleanup.policy', value: 'compact' }] }] }),
+            (e) => e.errors?.[0]?.type === 'INVALID_CONFIG');
+        assert.ok((await admin.listTopics()).includes('kt'));
+        const p = kafka.producer();
+        await p.connect();
+        const msgs = [...Array(9).keys()].map((i) => ({ key: 'key' + i, value: 'v' + i, headers: { h: 'x' + i } }));
+        await p.send({ topic: 'kt', messages: msgs, compression: CompressionTypes.GZIP, acks: -1 });
+        //  acks=1 to a topic the producer's Metadata auto-creates.
+        const one = await p.send({ topic: 'kt1', messages: [{ value: 'one' }], acks: 1 });
+        assert.equal(one[0].errorCode, 0);
+        assert.equal(one[0].baseOffset, '0');
+        await p.disconnect();
+        //  kafkajs's default partitioner is murmur2: key4 -> 0 (spec §6.2).
+        const out = await kcat(['-C', '-t', 'kt', '-o', 'beginning', '-e', '-f', '%k %p %s %h\n']);
+        const lines = out.out.trim().split('\n').sort();
+        assert.deepEqual(lines, [
+            'key0 1 v0 h=x0', 'key1 2 v1 h=x1', 'key2 2 v2 h=x2', 'key3 1 v3 h=x3', 'key4 0 v4 h=x4',
+            'key5 1 v5 h=x5', 'key6 0 v6 h=x6', 'key7 0 v7 h=x7', 'key8 1 v8 h=x8',
+        ]);
+        const tops = await admin.fetchTopicOffsets('kt');
+        assert.deepEqual(tops.map((x) => [x.partition, x.high, x.low]).sort(),
+            [[0, '3', '0'], [1, '4', '0'], [2, '2', '0']]);
+        //  acks=0: no answer, the next request on the connection still works.
+        await configureQueue(U, 'kt0');
+        const p0 = kafka.producer();
+        await p0.connect();
+        await p0.send({ topic: 'kt0', messages: [{ value: 'fire' }], acks: 0 });
+        await p0.send({ topic: 'kt0', messages: [{ value: 'forget' }], acks: 1 });
+        await p0.disconnect();
+        const got = await kcat(['-C', '-t', 'kt0', '-o', 'beginning', '-e', '-f', '%s\n']);
+        assert.equal(got.out, 'fire\nforget\n');
+        await admin.deleteTopics({ topics: ['kt'] });
+        assert.ok(!(await admin.listTopics()).includes('kt'));
+    } finally {
+        await admin.disconnect();
+    }
+});
