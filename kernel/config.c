@@ -73,6 +73,12 @@ static const s_setting_t s_settings [] = {
     { "JWT_ROLE_READ_WRITE", S_STR, F (jwt_role_read_write), "read-write", 0, 0, "role value granting read-write" },
     { "JWT_ROLE_READ_ONLY", S_STR, F (jwt_role_read_only), "read-only", 0, 0, "role value granting read-only" },
     { "JWT_SKIP_PATHS", S_STR, F (jwt_skip_paths), "/health,/metrics/prometheus,/metrics,/", 0, 0, "paths that skip auth; an entry ending in / (other than /) is a prefix" },
+    //  SQS front door (issue 15, docs/sqs.md)
+    { "SQS_PORT", S_INT, F (sqs_port), "9324", 0, 65535, "SQS API listening port (AWS query and JSON 1.0); 0 = off" },
+    { "SQS_CREDENTIALS", S_SECRET, F (sqs_credentials), "", 0, 0, "SQS access keys: comma-separated accessKeyId:secretKey pairs, or @path to a file of such lines" },
+    { "SQS_REGION", S_STR, F (sqs_region), "us-east-1", 0, 0, "SQS region (queue ARNs)" },
+    { "SQS_VERIFY_SIGNATURES", S_BOOL, F (sqs_verify_signatures), "true", 0, 0, "verify AWS Signature V4 on every SQS request (false: local development only)" },
+    { "SQS_PUBLIC_URL", S_STR, F (sqs_public_url), "", 0, 0, "scheme://host:port of returned QueueUrls (unset: from the request's Host header)" },
     { NULL, 0, 0, NULL, 0, 0, NULL }
 };
 

@@ -63,6 +63,12 @@ typedef struct {
     char *jwt_role_read_write;
     char *jwt_role_read_only;
     char *jwt_skip_paths;       //  Comma-separated; "/x/" is a prefix
+    //  SQS front door (issue 15)
+    int64_t sqs_port;
+    char *sqs_credentials;
+    char *sqs_region;
+    bool sqs_verify_signatures;
+    char *sqs_public_url;
     bool embedded;              //  Not a setting: PG_HOST was unset
 } qn_config_t;
 

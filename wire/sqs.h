@@ -233,6 +233,12 @@ int
 //  Per-message checks shared with the codec (body chars and size, attributes).
 int
     qn_sqs_validate_message (const qn_sqs_entry_t *e, size_t max_bytes, qn_sqs_error_t *err);
+//  CreateQueue / SetQueueAttributes attributes (§6.1): unknown names,
+//  FIFO-only names on a standard queue and FifoQueue outside CreateQueue
+//  -> InvalidAttributeName; values out of range -> InvalidAttributeValue.
+int
+    qn_sqs_queue_attrs_check (const qn_sqs_kv_t *kv, uint32_t n, bool fifo, bool create,
+                              qn_sqs_error_t *err);
 void
     qn_sqs_request_free (qn_sqs_request_t *req);
 //  True if `s` is valid UTF-8 made only of SQS's allowed characters (§6.2).
@@ -326,6 +332,20 @@ void
 //  MD5OfMessageAttributes of `count` attributes (any order; sorted inside).
 void
     qn_sqs_md5_attrs (const qn_sqs_attr_t *attrs, uint32_t count, char out [33]);
+
+// ------------------------------------------------------------------ stored metadata
+//  {"name":["DataType","value or base64"],...} (wire/sqs_meta.c).
+void
+    qn_sqs_attrs_to_json (const qn_sqs_attr_t *attrs, uint32_t count, qn_buf_t *out);
+//  Parses that JSON back: strings are stored in `store` (NUL-separated) and
+//  the attributes point into it (do not grow `store` while they are used).
+//  Returns 0, or -1 when the JSON is not of that shape.
+int
+    qn_sqs_attrs_from_json (const char *json, size_t len, qn_sqs_attr_t *attrs, uint32_t cap,
+                            uint32_t *count, qn_buf_t *store);
+//  ReceiveMessage name filters: "All", ".*", "prefix.*" or the exact name.
+bool
+    qn_sqs_name_wanted (const qn_sqs_str_t *names, uint32_t count, const char *name, size_t len);
 
 // ------------------------------------------------------------------ receipt handles
 #define QN_SQS_HANDLE_KEY_LEN   32

@@ -398,3 +398,103 @@ qn_sqs_validate (qn_sqs_request_t *req, qn_sqs_error_t *err)
             return 0;
     }
 }
+
+// ------------------------------------------------------------------ queue attributes
+//  Settable queue attributes (§6.1): name, minimum, maximum (integers), or
+//  kind 'b' (boolean), 'j' (RedrivePolicy JSON), 's' (any string), 'e'
+//  (one of `values`); fifo_only; create_only.
+static const struct {
+    const char *name;
+    char kind;
+    int64_t lo, hi;
+    const char *values;
+    bool fifo_only, create_only;
+} s_qattrs [] = {
+    { "VisibilityTimeout", 'i', 0, 43200, NULL, false, false },
+    { "DelaySeconds", 'i', 0, 900, NULL, false, false },
+    { "MaximumMessageSize", 'i', 1024, 1048576, NULL, false, false },
+    { "MessageRetentionPeriod", 'i', 60, 1209600, NULL, false, false },
+    { "ReceiveMessageWaitTimeSeconds", 'i', 0, 20, NULL, false, false },
+    { "RedrivePolicy", 'j', 0, 0, NULL, false, false },
+    { "RedriveAllowPolicy", 's', 0, 0, NULL, false, false },
+    { "Policy", 's', 0, 0, NULL, false, false },
+    { "FifoQueue", 'b', 0, 0, NULL, false, true },
+    { "ContentBasedDeduplication", 'b', 0, 0, NULL, true, false },
+    { "DeduplicationScope", 'e', 0, 0, "queue|messageGroup", true, false },
+    { "FifoThroughputLimit", 'e', 0, 0, "perQueue|perMessageGroupId", true, false },
+    { "KmsMasterKeyId", 's', 0, 0, NULL, false, false },
+    { "KmsDataKeyReusePeriodSeconds", 'i', 60, 86400, NULL, false, false },
+    { "SqsManagedSseEnabled", 'b', 0, 0, NULL, false, false },
+};
+
+static bool
+s_str_is (const qn_sqs_str_t *s, const char *lit)
+{
+    return s->ptr && s->len == strlen (lit) && memcmp (s->ptr, lit, s->len) == 0;
+}
+
+static bool
+s_int_in (const qn_sqs_str_t *v, int64_t lo, int64_t hi)
+{
+    if (!v->ptr || v->len == 0 || v->len > 12)
+        return false;
+    int64_t x = 0;
+    for (size_t i = 0; i < v->len; i++) {
+        if (v->ptr [i] < '0' || v->ptr [i] > '9')
+            return false;
+        x = x * 10 + (v->ptr [i] - '0');
+    }
+    return x >= lo && x <= hi;
+}
+
+//  {"deadLetterTargetArn":"arn:aws:sqs:...:name","maxReceiveCount":N|"N"}
+//  (checked loosely here: the two members present; the codec reads them).
+static bool
+s_redrive_ok (const qn_sqs_str_t *v)
+{
+    if (v->len == 0)
+        return true;                    //  "" removes the policy
+    return memmem (v->ptr, v->len, "deadLetterTargetArn", 19)
+        && memmem (v->ptr, v->len, "maxReceiveCount", 15)
+        && v->ptr [0] == '{';
+}
+
+int
+qn_sqs_queue_attrs_check (const qn_sqs_kv_t *kv, uint32_t n, bool fifo, bool create,
+                          qn_sqs_error_t *err)
+{
+    for (uint32_t i = 0; i < n; i++) {
+        const qn_sqs_str_t *k = &kv [i].key, *v = &kv [i].value;
+        size_t a = 0, count = sizeof s_qattrs / sizeof s_qattrs [0];
+        while (a < count && !s_str_is (k, s_qattrs [a].name))
+            a++;
+        int kl = (int) (k->len > 128? 128: k->len);
+        if (a == count || (s_qattrs [a].fifo_only && !fifo) || (s_qattrs [a].create_only && !create))
+            return qn_sqs_fail (err, QN_SQS_E_INVALID_ATTRIBUTE_NAME,
+                                "Unknown Attribute %.*s.", kl, k->ptr? k->ptr: "");
+        bool ok = true;
+        switch (s_qattrs [a].kind) {
+            case 'i': ok = s_int_in (v, s_qattrs [a].lo, s_qattrs [a].hi); break;
+            case 'b': ok = s_str_is (v, "true") || s_str_is (v, "false"); break;
+            case 'j': ok = s_redrive_ok (v); break;
+            case 'e': {
+                const char *vals = s_qattrs [a].values, *bar;
+                ok = false;
+                while (!ok && vals) {
+                    bar = strchr (vals, '|');
+                    size_t l = bar? (size_t) (bar - vals): strlen (vals);
+                    ok = v->len == l && memcmp (v->ptr, vals, l) == 0;
+                    vals = bar? bar + 1: NULL;
+                }
+                break;
+            }
+            default: break;
+        }
+        if (ok && s_str_is (k, "FifoQueue"))
+            ok = s_str_is (v, fifo? "true": "false");
+        if (!ok)
+            return qn_sqs_fail (err, QN_SQS_E_INVALID_ATTRIBUTE_VALUE,
+                                "Invalid value for the parameter %.*s.", kl, k->ptr);
+    }
+    return 0;
+}

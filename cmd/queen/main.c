@@ -125,6 +125,10 @@ main (int argc, char **argv)
            && qn_pg_writer_new (kernel, &config, "pg_reader", (uint32_t) config.db_read_pool_size);
     for (size_t i = 0; ok && i < sizeof s_actors / sizeof s_actors [0]; i++)
         ok = s_actors [i] (kernel, &config) != NULL;
+    //  The SQS front door (docs/sqs.md), when SQS_PORT is not 0: its codec,
+    //  then its listener, so a stop closes the door first.
+    if (ok && config.sqs_port)
+        ok = qn_codec_sqs_new (kernel, &config) && qn_sqs_acceptor_new (kernel, &config);
     int rc = 1;
     if (ok) {
         qn_info ("ready");
