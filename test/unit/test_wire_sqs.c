@@ -607,6 +607,90 @@ test_queue_from_url (void **state)
     assert_int_equal (qn_sqs_queue_from_url ("/", 1, &acct).len, 0);
 }
 
+
+// ------------------------------------------------------------------ stored metadata, filters, queue attributes
+static void
+test_attrs_json_round_trip (void **state)
+{
+    (void) state;
+    qn_sqs_attr_t in [3] = {
+        s_attr ("s", "String", "caf\xc3\xa9 \"q\"", 8, false),
+        s_attr ("n", "Number.int", "42", 2, false),
+        s_attr ("b", "Binary.raw", "\0\1\2\xff", 4, true),
+    };
+    qn_buf_t json = QN_BUF_INIT, store = QN_BUF_INIT;
+    qn_sqs_attrs_to_json (in, 3, &json);
+    qn_sqs_attr_t out [4];
+    uint32_t n = 0;
+    assert_int_equal (qn_sqs_attrs_from_json (json.data, json.len, out, 4, &n, &store), 0);
+    assert_int_equal (n, 3);
+    char a [33], b [33];
+    qn_sqs_md5_attrs (in, 3, a);
+    qn_sqs_md5_attrs (out, 3, b);
+    assert_string_equal (a, b);
+    assert_true (out [2].binary);
+    assert_int_equal (out [2].value.len, 4);
+    assert_memory_equal (out [2].value.ptr, "\0\1\2\xff", 4);
+    assert_int_equal (qn_sqs_attrs_from_json ("{\"x\":1}", 7, out, 4, &n, &store), -1);
+    assert_int_equal (qn_sqs_attrs_from_json ("[]", 2, out, 4, &n, &store), -1);
+    qn_buf_free (&json);
+    qn_buf_free (&store);
+}
+
+static void
+test_name_filters (void **state)
+{
+    (void) state;
+    qn_sqs_str_t all [1] = { { "All", 3 } }, dot [1] = { { ".*", 2 } };
+    qn_sqs_str_t some [2] = { { "trace", 5 }, { "app.*", 5 } };
+    assert_true (qn_sqs_name_wanted (all, 1, "x", 1));
+    assert_true (qn_sqs_name_wanted (dot, 1, "x", 1));
+    assert_true (qn_sqs_name_wanted (some, 2, "trace", 5));
+    assert_false (qn_sqs_name_wanted (some, 2, "tracer", 6));
+    assert_true (qn_sqs_name_wanted (some, 2, "app.id", 6));
+    assert_false (qn_sqs_name_wanted (some, 2, "apple", 5));
+    assert_false (qn_sqs_name_wanted (some, 0, "trace", 5));
+}
+
+static void
+test_queue_attributes (void **state)
+{
+    (void) state;
+    qn_sqs_error_t err;
+    qn_sqs_kv_t kv [2];
+    #define KV(i, k, v) kv [i] = (qn_sqs_kv_t) { { k, strlen (k) }, { v, strlen (v) } }
+    KV (0, "VisibilityTimeout", "43200");
+    KV (1, "DelaySeconds", "0");
+    assert_int_equal (qn_sqs_queue_attrs_check (kv, 2, false, true, &err), 0);
+    KV (0, "VisibilityTimeout", "43201");
+    assert_int_equal (qn_sqs_queue_attrs_check (kv, 1, false, true, &err), -1);
+    assert_int_equal (err.code, QN_SQS_E_INVALID_ATTRIBUTE_VALUE);
+    KV (0, "VisibilityTimeout", "-1");
+    assert_int_equal (qn_sqs_queue_attrs_check (kv, 1, false, true, &err), -1);
+    KV (0, "Nope", "1");
+    assert_int_equal (qn_sqs_queue_attrs_check (kv, 1, false, true, &err), -1);
+    assert_int_equal (err.code, QN_SQS_E_INVALID_ATTRIBUTE_NAME);
+    KV (0, "ContentBasedDeduplication", "true");
+    assert_int_equal (qn_sqs_queue_attrs_check (kv, 1, false, true, &err), -1);
+    assert_int_equal (err.code, QN_SQS_E_INVALID_ATTRIBUTE_NAME);
+    assert_int_equal (qn_sqs_queue_attrs_check (kv, 1, true, true, &err), 0);
+    KV (0, "FifoQueue", "true");
+    assert_int_equal (qn_sqs_queue_attrs_check (kv, 1, true, true, &err), 0);
+    assert_int_equal (qn_sqs_queue_attrs_check (kv, 1, true, false, &err), -1);
+    assert_int_equal (err.code, QN_SQS_E_INVALID_ATTRIBUTE_NAME);
+    KV (0, "DeduplicationScope", "messageGroup");
+    assert_int_equal (qn_sqs_queue_attrs_check (kv, 1, true, false, &err), 0);
+    KV (0, "DeduplicationScope", "message");
+    assert_int_equal (qn_sqs_queue_attrs_check (kv, 1, true, false, &err), -1);
+    KV (0, "RedrivePolicy", "{\"deadLetterTargetArn\":\"arn:aws:sqs:r:a:d\",\"maxReceiveCount\":2}");
+    assert_int_equal (qn_sqs_queue_attrs_check (kv, 1, false, false, &err), 0);
+    KV (0, "RedrivePolicy", "");
+    assert_int_equal (qn_sqs_queue_attrs_check (kv, 1, false, false, &err), 0);
+    KV (0, "RedrivePolicy", "garbage");
+    assert_int_equal (qn_sqs_queue_attrs_check (kv, 1, false, false, &err), -1);
+    #undef KV
+}
+
 int
 main (void)
 {
@@ -626,6 +710,9 @@ main (void)
         cmocka_unit_test (test_error_shapes),
         cmocka_unit_test (test_receipt_handle),
         cmocka_unit_test (test_queue_from_url),
+        cmocka_unit_test (test_attrs_json_round_trip),
+        cmocka_unit_test (test_name_filters),
+        cmocka_unit_test (test_queue_attributes),
     };
     return cmocka_run_group_tests (tests, NULL, NULL);
 }
