@@ -274,12 +274,15 @@ BEGIN
 END
 $$;
 
--- SendMessage(Batch): items in order, each one native push (queen.push)
--- plus its metadata, in one transaction. FIFO items with a deduplication id
--- seen within 5 minutes (scope queue or group) are not pushed: duplicate
--- with the original seq. Per-item not-before instants (us, NULL = none).
--- Rows (ord, seq, partition_id, duplicate, queue_name); queue_name names the
--- queue for "committed" (NULL for duplicates and when the queue is gone).
+-- SendMessage(Batch): ONE queen.push for every item to store (so the core
+-- takes its queue and partition locks in its own sorted order) plus their
+-- metadata, in one transaction. FIFO items whose deduplication id was seen
+-- within 5 minutes (scope queue or group), or earlier in the same batch,
+-- are not pushed: duplicate with the original seq. Dedup keys are locked in
+-- sorted order before anything else. Per-item not-before instants (us,
+-- NULL = none). Rows (ord, seq, partition_id, duplicate, queue_name);
+-- queue_name names the queue for "committed" (NULL for duplicates; one row
+-- with ord 0 when the queue does not exist).
 CREATE FUNCTION queen.sqs_send(p_tenant text, p_queue text, p_parts text[], p_payloads bytea[],
   p_not_before bigint[], p_attrs jsonb[], p_sys jsonb[], p_groups text[], p_dedup text[],
   p_sender text, p_scope_group bool)
@@ -287,45 +290,94 @@ RETURNS TABLE(ord int, seq bigint, partition_id bigint, duplicate bool, queue_na
 LANGUAGE plpgsql AS $$
 #variable_conflict use_column
 DECLARE
+  n       int := COALESCE(array_length(p_parts, 1), 0);
   v_qid   int;
   i       int;
-  v_scope text;
-  v_seq   bigint;
-  v_pid   bigint;
-  v_nb    timestamptz[];
+  j       int;
+  m       int := 0;
+  r       record;
+  v_key   text;
+  v_scope text[];
+  v_seq   bigint[];
+  v_pid   bigint[];
+  v_dup   bool[];
+  v_same  int[];        -- an earlier item of this batch with the same dedup key
+  k_idx   int[] := '{}';
+  k_parts text[] := '{}';
+  k_pay   bytea[] := '{}';
+  k_nb    bigint[] := '{}';
+  v_anynb bool := false;
 BEGIN
   SELECT q.id INTO v_qid FROM queen.queues q WHERE q.tenant = p_tenant AND q.name = p_queue;
   IF NOT FOUND THEN
     RETURN QUERY SELECT 0, NULL::bigint, NULL::bigint, false, NULL::text;
     RETURN;
   END IF;
-  FOR i IN 1..COALESCE(array_length(p_parts, 1), 0) LOOP
+  IF n = 0 THEN
+    RETURN;
+  END IF;
+  v_scope := array_fill(NULL::text, ARRAY[n]);
+  v_seq := array_fill(NULL::bigint, ARRAY[n]);
+  v_pid := array_fill(NULL::bigint, ARRAY[n]);
+  v_dup := array_fill(false, ARRAY[n]);
+  v_same := array_fill(NULL::int, ARRAY[n]);
+  FOR i IN 1..n LOOP
     IF p_dedup[i] IS NOT NULL THEN
-      v_scope := CASE WHEN p_scope_group THEN COALESCE(p_groups[i], '') ELSE '' END;
-      PERFORM pg_advisory_xact_lock(hashtextextended('sqs_dedup:' || v_qid || '/' || v_scope || '/' || p_dedup[i], 0));
-      SELECT d.seq INTO v_seq FROM queen.sqs_dedup d
-       WHERE d.queue_id = v_qid AND d.scope_key = v_scope AND d.dedup_id = p_dedup[i]
+      v_scope[i] := CASE WHEN p_scope_group THEN COALESCE(p_groups[i], '') ELSE '' END;
+    END IF;
+  END LOOP;
+  FOR v_key IN SELECT DISTINCT v_scope[x] || '/' || p_dedup[x] FROM generate_subscripts(p_parts, 1) x
+                WHERE p_dedup[x] IS NOT NULL ORDER BY 1 LOOP
+    PERFORM pg_advisory_xact_lock(hashtextextended('sqs_dedup:' || v_qid || '/' || v_key, 0));
+  END LOOP;
+  FOR i IN 1..n LOOP
+    IF p_dedup[i] IS NOT NULL THEN
+      SELECT d.seq INTO v_seq[i] FROM queen.sqs_dedup d
+       WHERE d.queue_id = v_qid AND d.scope_key = v_scope[i] AND d.dedup_id = p_dedup[i]
          AND d.expires_at > now();
-      IF FOUND THEN
-        RETURN QUERY SELECT i, v_seq, NULL::bigint, true, NULL::text;
+      IF v_seq[i] IS NOT NULL THEN
+        v_dup[i] := true;
         CONTINUE;
       END IF;
+      FOR j IN 1..i - 1 LOOP
+        IF p_dedup[j] = p_dedup[i] AND v_scope[j] = v_scope[i] AND NOT v_dup[j] THEN
+          v_same[i] := j;
+          v_dup[i] := true;
+          EXIT;
+        END IF;
+      END LOOP;
+      CONTINUE WHEN v_dup[i];
     END IF;
-    v_nb := CASE WHEN p_not_before[i] IS NULL THEN NULL
-                 ELSE queen.ts_of_us(ARRAY[p_not_before[i]]) END;
-    SELECT x.seq, x.partition_id INTO v_seq, v_pid
-      FROM queen.push(p_tenant, ARRAY[p_queue], ARRAY[p_parts[i]], ARRAY[NULL::text],
-                      ARRAY[p_payloads[i]], ARRAY[NULL::uuid], ARRAY[p_sender], ARRAY[false],
-                      false, v_nb) x;
+    m := m + 1;
+    k_idx := k_idx || i;
+    k_parts := k_parts || p_parts[i];
+    k_pay := k_pay || p_payloads[i];
+    k_nb := k_nb || p_not_before[i];
+    v_anynb := v_anynb OR p_not_before[i] IS NOT NULL;
+  END LOOP;
+  IF m > 0 THEN
+    FOR r IN SELECT x.ord, x.seq, x.partition_id
+               FROM queen.push(p_tenant, array_fill(p_queue, ARRAY[m]), k_parts,
+                               array_fill(NULL::text, ARRAY[m]), k_pay, array_fill(NULL::uuid, ARRAY[m]),
+                               array_fill(p_sender, ARRAY[m]), array_fill(false, ARRAY[m]), false,
+                               CASE WHEN v_anynb THEN queen.ts_of_us(k_nb) END) x LOOP
+      v_seq[k_idx[r.ord]] := r.seq;
+      v_pid[k_idx[r.ord]] := r.partition_id;
+    END LOOP;
     INSERT INTO queen.sqs_meta (partition_id, seq, attrs, sys_attrs, group_id, dedup_id, sender_id)
-    VALUES (v_pid, v_seq, p_attrs[i], p_sys[i], p_groups[i], p_dedup[i], p_sender);
-    IF p_dedup[i] IS NOT NULL THEN
-      INSERT INTO queen.sqs_dedup AS d (queue_id, scope_key, dedup_id, seq, expires_at)
-      VALUES (v_qid, v_scope, p_dedup[i], v_seq, now() + interval '5 minutes')
-      ON CONFLICT (queue_id, scope_key, dedup_id)
-      DO UPDATE SET seq = EXCLUDED.seq, expires_at = EXCLUDED.expires_at;
+    SELECT v_pid[x], v_seq[x], p_attrs[x], p_sys[x], p_groups[x], p_dedup[x], p_sender
+      FROM unnest(k_idx) x;
+    INSERT INTO queen.sqs_dedup AS d (queue_id, scope_key, dedup_id, seq, expires_at)
+    SELECT v_qid, v_scope[x], p_dedup[x], v_seq[x], now() + interval '5 minutes'
+      FROM unnest(k_idx) x WHERE p_dedup[x] IS NOT NULL
+    ON CONFLICT (queue_id, scope_key, dedup_id)
+    DO UPDATE SET seq = EXCLUDED.seq, expires_at = EXCLUDED.expires_at;
+  END IF;
+  FOR i IN 1..n LOOP
+    IF v_same[i] IS NOT NULL THEN
+      v_seq[i] := v_seq[v_same[i]];
     END IF;
-    RETURN QUERY SELECT i, v_seq, v_pid, false, p_queue;
+    RETURN QUERY SELECT i, v_seq[i], v_pid[i], v_dup[i], CASE WHEN v_dup[i] THEN NULL ELSE p_queue END;
   END LOOP;
 END
 $$;
@@ -414,23 +466,32 @@ $$;
 -- DeleteMessage(Batch): per item (partition, seq, lease of the handle):
 -- gone (already acked or deleted: success), deleted (acked now), stale (the
 -- message was received again since; the codec decides by queue type).
--- ok marks the rows whose ack released a lease ("committed" wakes pops).
+-- The items still leased by their handle go to ONE queen.ack (which locks
+-- partitions in ascending order). ok marks the rows whose ack released a
+-- lease ("committed" wakes pops).
 CREATE FUNCTION queen.sqs_ack(p_tenant text, p_queue text, p_pids bigint[], p_seqs bigint[],
   p_leases uuid[])
 RETURNS TABLE(ord int, status text, queue_name text, ok bool)
 LANGUAGE plpgsql AS $$
 #variable_conflict use_column
 DECLARE
+  n       int := COALESCE(array_length(p_pids, 1), 0);
   v_qid   int;
   v_gid   int;
   i       int;
   v_cur   bigint;
   v_lease uuid;
-  v_ok    bool;
+  v_st    text[];
+  k_idx   int[] := '{}';
+  r       record;
 BEGIN
+  IF n = 0 THEN
+    RETURN;
+  END IF;
   SELECT q.id INTO v_qid FROM queen.queues q WHERE q.tenant = p_tenant AND q.name = p_queue;
   v_gid := queen._sqs_qm(v_qid);
-  FOR i IN 1..COALESCE(array_length(p_pids, 1), 0) LOOP
+  v_st := array_fill('stale'::text, ARRAY[n]);
+  FOR i IN 1..n LOOP
     SELECT COALESCE(r.acked_seq, c.acked_seq, g.start_seq, 0), r.lease_id INTO v_cur, v_lease
       FROM (SELECT 1) one
       LEFT JOIN queen.consumer_groups g ON g.id = v_gid
@@ -438,22 +499,30 @@ BEGIN
       LEFT JOIN queen.cursors c ON c.partition_id = p_pids[i] AND c.group_id = v_gid;
     IF v_gid IS NULL OR v_cur >= p_seqs[i]
        OR NOT EXISTS (SELECT 1 FROM queen.messages m WHERE m.partition_id = p_pids[i] AND m.seq = p_seqs[i]) THEN
-      RETURN QUERY SELECT i, 'gone'::text, NULL::text, false;
-      CONTINUE;
+      v_st[i] := 'gone';
+    ELSIF v_lease = p_leases[i] THEN
+      k_idx := k_idx || i;
     END IF;
-    IF v_lease IS DISTINCT FROM p_leases[i] THEN
-      RETURN QUERY SELECT i, 'stale'::text, NULL::text, false;
-      CONTINUE;
-    END IF;
-    SELECT a.success INTO v_ok
-      FROM queen.ack(p_tenant, ARRAY['__QUEUE_MODE__'], ARRAY[p_pids[i]], ARRAY[NULL::text],
-                     ARRAY[p_seqs[i]], ARRAY['completed'], ARRAY[p_leases[i]], ARRAY[NULL::text]) a;
-    IF v_ok THEN
-      DELETE FROM queen.sqs_receives s WHERE s.partition_id = p_pids[i] AND s.seq = p_seqs[i];
-      RETURN QUERY SELECT i, 'deleted'::text, p_queue, true;
-    ELSE
-      RETURN QUERY SELECT i, 'stale'::text, NULL::text, false;
-    END IF;
+  END LOOP;
+  IF cardinality(k_idx) > 0 THEN
+    FOR r IN SELECT a.ord, a.success
+               FROM queen.ack(p_tenant, array_fill('__QUEUE_MODE__'::text, ARRAY[cardinality(k_idx)]),
+                              ARRAY(SELECT p_pids[x] FROM unnest(k_idx) WITH ORDINALITY u(x, o) ORDER BY o),
+                              array_fill(NULL::text, ARRAY[cardinality(k_idx)]),
+                              ARRAY(SELECT p_seqs[x] FROM unnest(k_idx) WITH ORDINALITY u(x, o) ORDER BY o),
+                              array_fill('completed'::text, ARRAY[cardinality(k_idx)]),
+                              ARRAY(SELECT p_leases[x] FROM unnest(k_idx) WITH ORDINALITY u(x, o) ORDER BY o),
+                              array_fill(NULL::text, ARRAY[cardinality(k_idx)])) a LOOP
+      IF r.success THEN
+        v_st[k_idx[r.ord]] := 'deleted';
+      END IF;
+    END LOOP;
+    DELETE FROM queen.sqs_receives s
+     USING unnest(k_idx) x
+     WHERE v_st[x] = 'deleted' AND s.partition_id = p_pids[x] AND s.seq = p_seqs[x];
+  END IF;
+  FOR i IN 1..n LOOP
+    RETURN QUERY SELECT i, v_st[i], CASE WHEN v_st[i] = 'deleted' THEN p_queue END, v_st[i] = 'deleted';
   END LOOP;
 END
 $$;
@@ -473,6 +542,10 @@ DECLARE
 BEGIN
   SELECT q.id INTO v_qid FROM queen.queues q WHERE q.tenant = p_tenant AND q.name = p_queue;
   v_gid := queen._sqs_qm(v_qid);
+  -- Ready rows in (partition, group) order, like queen.ack and queen.renew.
+  PERFORM 1 FROM queen.ready r
+   WHERE r.group_id = v_gid AND r.partition_id = ANY (p_pids)
+   ORDER BY r.partition_id FOR UPDATE;
   FOR i IN 1..COALESCE(array_length(p_pids, 1), 0) LOOP
     UPDATE queen.ready r
        SET avail_at = now() + make_interval(secs => p_secs[i]),
