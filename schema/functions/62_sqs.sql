@@ -332,9 +332,9 @@ BEGIN
   END LOOP;
   FOR i IN 1..n LOOP
     IF p_dedup[i] IS NOT NULL THEN
-      SELECT d.seq INTO v_seq[i] FROM queen.sqs_dedup d
-       WHERE d.queue_id = v_qid AND d.scope_key = v_scope[i] AND d.dedup_id = p_dedup[i]
-         AND d.expires_at > now();
+      v_seq[i] := (SELECT d.seq FROM queen.sqs_dedup d
+                    WHERE d.queue_id = v_qid AND d.scope_key = v_scope[i] AND d.dedup_id = p_dedup[i]
+                      AND d.expires_at > now());
       IF v_seq[i] IS NOT NULL THEN
         v_dup[i] := true;
         CONTINUE;

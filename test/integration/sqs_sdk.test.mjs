@@ -274,6 +274,45 @@ test('cross-protocol: SQS in -> HTTP pop out, HTTP push in -> SQS receive out, t
     assert.deepEqual(a.Attributes, { ApproximateNumberOfMessages: '0', ApproximateNumberOfMessagesNotVisible: '0' });
 });
 
+test('concurrent batch send / receive / delete from 8 clients: no errors, nothing lost or repeated', async () => {
+    //  Before the sends and deletes went to the core as one push / one ack
+    //  each, concurrent batches on random stripes deadlocked (40P01).
+    const { QueueUrl } = await c.send(new CreateQueueCommand({ QueueName: 'conc1', Attributes: { VisibilityTimeout: '120' } }));
+    const seen = new Set();
+    let sent = 0;
+    await Promise.all([...Array(8).keys()].map(async (w) => {
+        const cw = sdk(ctx.endpoint);
+        for (let round = 0; round < 12; round++) {
+            const s = await cw.send(new SendMessageBatchCommand({ QueueUrl, Entries: [...Array(10).keys()].map((k) => ({
+                Id: `e${k}`, MessageBody: `w${w}-r${round}-k${k}` })) }));
+            assert.equal(s.Successful.length, 10);
+            sent += 10;
+            const r = await cw.send(new ReceiveMessageCommand({ QueueUrl, MaxNumberOfMessages: 10 }));
+            for (const m of r.Messages ?? []) {
+                assert.ok(!seen.has(m.Body), `${m.Body} twice`);
+                seen.add(m.Body);
+            }
+            if (r.Messages) {
+                const d = await cw.send(new DeleteMessageBatchCommand({ QueueUrl,
+                    Entries: r.Messages.map((m, k) => ({ Id: `d${k}`, ReceiptHandle: m.ReceiptHandle })) }));
+                assert.equal(d.Successful.length, r.Messages.length);
+            }
+        }
+    }));
+    for (let t = 0; t < 100 && seen.size < sent; t++) {
+        const r = await c.send(new ReceiveMessageCommand({ QueueUrl, MaxNumberOfMessages: 10, WaitTimeSeconds: 1 }));
+        for (const m of r.Messages ?? []) {
+            assert.ok(!seen.has(m.Body), `${m.Body} twice`);
+            seen.add(m.Body);
+        }
+        if (r.Messages)
+            await c.send(new DeleteMessageBatchCommand({ QueueUrl,
+                Entries: r.Messages.map((m, k) => ({ Id: `d${k}`, ReceiptHandle: m.ReceiptHandle })) }));
+    }
+    assert.equal(sent, 960);
+    assert.equal(seen.size, 960);
+});
+
 test('SetQueueAttributes over JSON, and a message body the SQS rules refuse', async () => {
     const { QueueUrl } = await c.send(new CreateQueueCommand({ QueueName: 'js2' }));
     await c.send(new SetQueueAttributesCommand({ QueueUrl, Attributes: { MaximumMessageSize: '1024' } }));
