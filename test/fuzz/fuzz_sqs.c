@@ -16,6 +16,8 @@ s_use (qn_sqs_request_t *req)
 {
     qn_sqs_error_t err;
     (void) qn_sqs_validate (req, &err);
+    (void) qn_sqs_queue_attrs_check (req->attributes, req->attribute_count, true, true, &err);
+    (void) qn_sqs_queue_attrs_check (req->attributes, req->attribute_count, false, false, &err);
     qn_buf_t out = QN_BUF_INIT;
     for (int proto = 0; proto < 2; proto++) {
         qn_sqs_w_t w;
@@ -72,6 +74,13 @@ LLVMFuzzerTestOneInput (const uint8_t *data, size_t size)
         if (qn_sqs_decode_json (p, tl, nl? nl + 1: p + n, nl? n - tl - 1: 0, &req, &err) == 0)
             s_use (&req);
         qn_sqs_request_free (&req);
+        //  Stored attributes read back (wire/sqs_meta.c) from the same bytes.
+        qn_sqs_attr_t attrs [QN_SQS_MAX_MSG_ATTRS];
+        uint32_t count;
+        qn_buf_t store = QN_BUF_INIT;
+        (void) qn_sqs_attrs_from_json (nl? nl + 1: p + n, nl? n - tl - 1: 0, attrs, QN_SQS_MAX_MSG_ATTRS,
+                                       &count, &store);
+        qn_buf_free (&store);
         qn_buf_t out = QN_BUF_INIT;
         char hdr [128];
         if (err.code)
