@@ -14,9 +14,10 @@
 --   sqs_dedup     FIFO deduplication window (5 minutes), scope queue or group.
 --   sqs_secret    the HMAC key of receipt handles, generated once, shared by
 --                 every broker of the database.
--- Rows of a deleted queue are removed by queen.sqs_delete (queue) and, for
--- messages, by retention with their partitions (sqs_meta/sqs_receives rows
--- of dropped partitions are swept by queen.sqs_sweep).
+-- Rows of a deleted queue (sqs_queues, sqs_dedup) are removed by
+-- queen.sqs_delete. Not yet swept: sqs_meta / sqs_receives rows of messages
+-- that retention drops, and expired sqs_dedup rows (they are ignored once
+-- expired); see docs/sqs.md.
 CREATE TABLE queen.sqs_queues (
   queue_id     int PRIMARY KEY,
   fifo         bool NOT NULL DEFAULT false,
