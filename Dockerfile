@@ -13,7 +13,7 @@ RUN apt-get update \
 WORKDIR /src
 COPY . .
 # A separate BUILD dir, so objects from a host build tree are never reused
-RUN make -j"$(nproc)" BUILD=/out /out/queen
+RUN make -j"$(nproc)" BUILD=/out /out/queen /out/queen-proxy
 
 # ---------------------------------------------------------------- run
 FROM debian:bookworm-slim
@@ -24,7 +24,7 @@ RUN apt-get update \
  && useradd -r -d /var/lib/queen -s /usr/sbin/nologin queen \
  && mkdir -p /var/lib/queen/spool \
  && chown -R queen:queen /var/lib/queen
-COPY --from=build /out/queen /usr/local/bin/queen
+COPY --from=build /out/queen /out/queen-proxy /usr/local/bin/
 USER queen
 WORKDIR /var/lib/queen
 ENV HOST=0.0.0.0 \

@@ -73,6 +73,21 @@ static const s_setting_t s_settings [] = {
     { "JWT_ROLE_READ_WRITE", S_STR, F (jwt_role_read_write), "read-write", 0, 0, "role value granting read-write" },
     { "JWT_ROLE_READ_ONLY", S_STR, F (jwt_role_read_only), "read-only", 0, 0, "role value granting read-only" },
     { "JWT_SKIP_PATHS", S_STR, F (jwt_skip_paths), "/health,/metrics/prometheus,/metrics,/", 0, 0, "paths that skip auth; an entry ending in / (other than /) is a prefix" },
+    //  tenancy (issue 12): the tenant of a request (docs/tenancy.md)
+    { "TENANT_ASSERTION_SECRET", S_SECRET, F (tenant_assertion_secret), "", 0, 0, "secret shared with queen-proxy (at least 32 bytes): when set, API routes need a tenant assertion signed with it" },
+    { "TENANT_ASSERTION_MAX_AGE", S_INT, F (tenant_assertion_max_age_s), "60", 1, 3600, "a tenant assertion's timestamp must be this close to now, seconds" },
+    { "JWT_TENANT_CLAIM", S_STR, F (jwt_tenant_claim), "tenant", 0, 0, "JWT claim naming the tenant (no proxy; absent: the default tenant)" },
+    { "PROXY_USAGE_FLUSH_MS", S_INT, F (proxy_usage_flush_ms), "10000", 100, 3600000, "queen-proxy only: usage metering is written to PostgreSQL this often (and at shutdown), ms" },
+    { "QUEEN_UPSTREAMS", S_STR, F (queen_upstreams), "http://127.0.0.1:6632", 0, 0, "queen-proxy only: comma-separated broker base URLs (http://host:port)" },
+    //  mesh (issue 13, docs/mesh.md)
+    { "MESH_PORT", S_INT, F (mesh_port), "6634", 0, 65535, "mesh port between replicas of a cell (ZeroMQ + CURVE); 0 = off" },
+    { "MESH_ADVERTISED_HOST", S_STR, F (mesh_advertised_host), "127.0.0.1", 0, 0, "the address peers dial to reach this broker's mesh port" },
+    { "MESH_SECRET", S_SECRET, F (mesh_secret), "", 0, 0, "cell secret the CURVE keys are derived from, or file:/path holding it; unset = mesh off" },
+    { "QUEEN_PEERS", S_STR, F (queen_peers), "", 0, 0, "static mesh peers host:port,... added to those registered in PostgreSQL" },
+    { "EPHEMERAL_MAX_BYTES", S_INT, F (ephemeral_max_bytes), "67108864", 1024, 64LL * 1024 * MiB, "memory the ephemeral queues may hold on this broker (docs/ephemeral.md); over it sends get 503" },
+    { "MESH_HEARTBEAT_MS", S_INT, F (mesh_heartbeat_ms), "1000", 100, 60000, "mesh heartbeat period, ms; a peer silent for 5 periods is dropped" },
+    //  Operations (opsweb): metrics and dashboard
+    { "METRICS_QUEUE_SERIES", S_INT, F (metrics_queue_series), "100", 1, 10000, "queues with their own series per metric family in /metrics/prometheus; more count as queue=\"_other\"" },
     //  SQS front door (issue 15, docs/sqs.md)
     { "SQS_PORT", S_INT, F (sqs_port), "9324", 0, 65535, "SQS API listening port (AWS query and JSON 1.0); 0 = off" },
     { "SQS_CREDENTIALS", S_SECRET, F (sqs_credentials), "", 0, 0, "SQS access keys: comma-separated accessKeyId:secretKey pairs, or @path to a file of such lines" },
@@ -206,6 +221,10 @@ qn_config_load_from (qn_config_t *c, const char *(*get) (const char *), char *er
     qn_crypto_keys_destroy (&ring);
     if (krc)
         return -1;
+    if (c->tenant_assertion_secret [0] && strlen (c->tenant_assertion_secret) < 32) {
+        snprintf (err, err_len, "TENANT_ASSERTION_SECRET: use at least 32 bytes");
+        return -1;
+    }
     return s_check_jwt (c, err, err_len);
 }
 
@@ -213,6 +232,20 @@ int
 qn_config_load (qn_config_t *c, char *err, size_t err_len)
 {
     return qn_config_load_from (c, s_getenv, err, err_len);
+}
+
+//  queen-proxy: the same table, PORT defaulting to 6630.
+static const char *
+s_getenv_proxy (const char *name)
+{
+    const char *v = getenv (name);
+    return !v && !strcmp (name, "PORT") ? "6630" : v;
+}
+
+int
+qn_config_load_proxy (qn_config_t *c, char *err, size_t err_len)
+{
+    return qn_config_load_from (c, s_getenv_proxy, err, err_len);
 }
 
 void
@@ -234,6 +267,33 @@ qn_config_help (FILE *out)
     for (const s_setting_t *s = s_settings; s->name; s++)
         fprintf (out, "  %-26s %s (default: %s)\n", s->name, s->help,
                  s->kind == S_SECRET && s->dflt [0] ? "set" : (s->dflt [0] ? s->dflt : "unset"));
+}
+
+void
+qn_config_help_proxy (FILE *out)
+{
+    static const char *const names [] = {
+        "PORT", "HOST", "QUEEN_UPSTREAMS", "TENANT_ASSERTION_SECRET", "PROXY_USAGE_FLUSH_MS", "PG_HOST", "PG_PORT", "PG_USER",
+        "PG_PASSWORD", "PG_DB", "DB_CONNECTION_TIMEOUT", "MAX_CONNECTIONS", "MAX_BODY_BYTES",
+        "MAX_HEADER_BYTES", "IDLE_TIMEOUT_MS", "REQUEST_TIMEOUT_MS", "SHUTDOWN_TIMEOUT_MS",
+        "ACTOR_QUEUE_HWM", "LOG_LEVEL", NULL
+    };
+    fprintf (out, "usage: queen-proxy [--help]\n"
+                  "       queen-proxy create-tenant NAME    create a tenant and print its first admin key\n"
+                  "       queen-proxy create-key TENANT ROLE [LABEL]   print a new key (admin, read-write,\n"
+                  "                                         read-only, producer, consumer)\n"
+                  "       queen-proxy revoke-key TENANT ID\n"
+                  "       queen-proxy set-limits TENANT REQ_PER_S MSG_PER_S MAX_BODY_BYTES MAX_BATCH\n"
+                  "                                         plan limits (- for unlimited)\n\n"
+                  "queen-proxy is configured with environment variables:\n\n");
+    for (int i = 0; names [i]; i++)
+        for (const s_setting_t *s = s_settings; s->name; s++)
+            if (!strcmp (s->name, names [i])) {
+                const char *d = !strcmp (s->name, "PORT") ? "6630" : s->dflt;
+                fprintf (out, "  %-26s %s (default: %s)\n", s->name,
+                         !strcmp (s->name, "PORT") ? "HTTP listening port" : s->help,
+                         s->kind == S_SECRET && d [0] ? "set" : (d [0] ? d : "unset"));
+            }
 }
 
 void

@@ -63,6 +63,21 @@ typedef struct {
     char *jwt_role_read_write;
     char *jwt_role_read_only;
     char *jwt_skip_paths;       //  Comma-separated; "/x/" is a prefix
+    //  Tenancy (issue 12)
+    char *tenant_assertion_secret;  //  Shared with queen-proxy; "" = no proxy
+    int64_t tenant_assertion_max_age_s;
+    char *jwt_tenant_claim;     //  JWT claim naming the tenant
+    char *queen_upstreams;      //  queen-proxy: comma-separated broker URLs
+    int64_t proxy_usage_flush_ms;
+    //  mesh (issue 13): replicas of a cell exchange latency hints
+    int64_t mesh_port;          //  0 = off
+    char *mesh_advertised_host;
+    char *mesh_secret;          //  Cell secret, or "file:/path" holding it
+    char *queen_peers;          //  Comma-separated static host:port
+    int64_t mesh_heartbeat_ms;
+    int64_t ephemeral_max_bytes;        //  Ephemeral queues: memory cap of the broker
+    //  Operations (opsweb): metrics and dashboard
+    int64_t metrics_queue_series;   //  Per-queue series per family before "_other"
     //  SQS front door (issue 15)
     int64_t sqs_port;
     char *sqs_credentials;
@@ -78,9 +93,13 @@ int qn_config_load (qn_config_t *config, char *err, size_t err_len);
 //  Same, from a custom lookup (tests): get(name) returns NULL when unset.
 int qn_config_load_from (qn_config_t *config, const char *(*get) (const char *name),
                          char *err, size_t err_len);
+//  queen-proxy's settings: the same table with PORT defaulting to 6630.
+int qn_config_load_proxy (qn_config_t *config, char *err, size_t err_len);
 void qn_config_free (qn_config_t *config);
 //  Prints every setting with its default and help, as `queen --help` does.
 void qn_config_help (FILE *out);
+//  queen-proxy --help: the settings the proxy reads.
+void qn_config_help_proxy (FILE *out);
 //  Prints the settings as a Markdown table (README).
 void qn_config_markdown (FILE *out);
 

@@ -166,4 +166,44 @@ void qn_gauge_set (qn_kernel_t *self, const char *name, int64_t value);
 void qn_counters_each (qn_kernel_t *self,
                        void (*fn) (void *arg, const char *name, int64_t value), void *arg);
 
+//  Series with labels, for /metrics/prometheus (actors/http/metrics.c):
+//  "family{labels}", each a counter, a gauge or a histogram. Get a handle
+//  once (first use creates the series; NULL when the table is full, which
+//  every update below accepts) and keep it: an update is one atomic op.
+//  `labels` is Prometheus text, escaped (qn_metric_label_escape), or NULL.
+typedef struct qn_metric qn_metric_t;
+typedef enum {
+    QN_METRIC_COUNTER = 1,
+    QN_METRIC_GAUGE = 2,
+    QN_METRIC_HISTOGRAM = 3
+} qn_metric_kind_t;
+#define QN_METRIC_BUCKETS 16
+//  Histogram bucket upper bounds, microseconds (exposed in seconds).
+extern const int64_t qn_metric_bounds_us [QN_METRIC_BUCKETS];
+qn_metric_t *qn_metric (qn_kernel_t *self, qn_metric_kind_t kind, const char *family,
+                        const char *labels);
+//  The series family{queue="<queue>"}; once a family has the setting
+//  METRICS_QUEUE_SERIES series, new queues count in queue="_other".
+qn_metric_t *qn_metric_queue (qn_kernel_t *self, qn_metric_kind_t kind, const char *family,
+                              const char *queue, size_t queue_len);
+void qn_metric_add (qn_metric_t *m, int64_t delta);
+void qn_metric_set (qn_metric_t *m, int64_t value);
+void qn_metric_observe_us (qn_metric_t *m, int64_t us);
+//  Escapes a label value (backslash, quote, newline) into out (NUL-ended,
+//  cut to fit); returns the length written.
+size_t qn_metric_label_escape (char *out, size_t size, const char *value, size_t len);
+
+typedef struct {
+    qn_metric_kind_t kind;
+    const char *name;           //  Plain counters: the name; series: family{labels}
+    size_t family_len;          //  Bytes of name before '{'
+    int64_t value;              //  Counter or gauge value; histograms: count
+    const int64_t *buckets;     //  Histograms: QN_METRIC_BUCKETS + 1 counts (last +Inf), per bucket
+    int64_t sum_us;
+} qn_metric_info_t;
+typedef void (qn_metric_each_fn) (void *arg, const qn_metric_info_t *info);
+//  Calls fn for every plain counter (kind counter, or gauge once set with
+//  qn_gauge_set), then every series. Thread-safe snapshot.
+void qn_metrics_each (qn_kernel_t *self, qn_metric_each_fn *fn, void *arg);
+
 #endif

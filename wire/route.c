@@ -10,6 +10,8 @@ qn_route_match (const char *pattern, const qn_url_t *url,
     uint32_t seg = 0;
     int literals = 0, nparams = 0;
     const char *p = pattern;
+    if (!strcmp (pattern, "/"))             //  The root: no segment at all
+        return url->seg_count == 0 ? 0 : -1;
     while (*p == '/') {
         p++;
         const char *end = strchr (p, '/');

@@ -650,6 +650,12 @@ S_API (s_queue, .fn = "api_queue", .args = { P_NAME (0, "queue") })
 S_API (s_queue_delete, .fn = "api_queue_delete", .write = true, .args = { P_NAME (0, "queue") })
 S_API (s_partition_delete, .fn = "api_partition_delete", .write = true,
        .args = { P_NAME (0, "queue"), P_NAME (1, "partition") })
+//  Dashboard reads (schema/functions/66_stats.sql): O(partitions), paged
+S_API (s_queue_summaries, .fn = "api_queue_summaries")
+S_API (s_queue_partitions, .fn = "api_queue_partitions",
+       .args = { P_NAME (0, "queue"), Q_NAME ("search"), Q_NAME ("after"), Q_LIMIT ("50") })
+S_API (s_kv_buckets, .fn = "api_kv_buckets")
+S_API (s_streams, .fn = "api_streams")
 S_API (s_namespaces, .fn = "api_namespaces")
 S_API (s_tasks, .fn = "api_tasks")
 
@@ -742,6 +748,10 @@ const qn_http_route_t qn_http_routes_admin [] = {
     { "GET",    "/api/v1/resources/queues/:queue", s_queue, RO },
     { "DELETE", "/api/v1/resources/queues/:queue", s_queue_delete, AD },
     { "DELETE", "/api/v1/resources/queues/:queue/partitions/:partition", s_partition_delete, AD },
+    { "GET",    "/api/v1/resources/queue-summaries", s_queue_summaries, RO },
+    { "GET",    "/api/v1/resources/queues/:queue/partitions", s_queue_partitions, RO },
+    { "GET",    "/api/v1/resources/kv-buckets", s_kv_buckets, RO },
+    { "GET",    "/api/v1/resources/streams", s_streams, RO },
     { "GET",    "/api/v1/resources/namespaces", s_namespaces, RO },
     { "GET",    "/api/v1/resources/tasks", s_tasks, RO },
     { "GET",    "/api/v1/messages", s_messages, RO },

@@ -5,7 +5,9 @@
     acceptor. Health, metrics and CORS are answered here; the API areas
     live in codec_http_<area>.c.
     Receives  QN_MSG_HTTP_REQUEST, QN_MSG_HTTP_CLOSED, QN_MSG_HTTP_DRAINED,
-              PG_RESULT replies, "db", "maintenance" and "committed" events
+              PG_RESULT replies, "db", "maintenance" and "committed" events;
+              from the mesh, "qconf" (drop cached queue settings) and
+              "mesh" (its status, shown by /health and /metrics)
     Sends     QN_MSG_HTTP_RESPONSE to the acceptor; PG_EXEC / PUSH to
               pg_writer and pg_reader; "committed" events (acks)
     Owns      the request contexts; the parked long-polls (a park table,
@@ -24,7 +26,9 @@
 #include "wire/msg_db.h"
 #include "wire/msg_http.h"
 #include "wire/msg_maint.h"
+#include "wire/msg_mesh.h"
 #include "wire/route.h"
+#include "wire/tenant_assert.h"
 
 #include <stdarg.h>
 #include <stdlib.h>
@@ -60,6 +64,8 @@ struct qn_codec {
     s_held_t *held_head;        //  Owned: responses the acceptor could not take
     s_held_t *held_tail;        //  yet, sent in this order when it drains
     bool held_waiting;          //  qn_on_writable asked
+    char *mesh_status;          //  Owned: the mesh's last status (JSON), or NULL
+    size_t mesh_status_len;
 };
 
 typedef struct {
@@ -81,6 +87,7 @@ s_ctx_free (qn_codec_t *codec, qn_http_ctx_t *ctx)
     free (ctx->body);
     free (ctx->authorization);
     free (ctx->tenant);
+    free (ctx->assertion);
     free (ctx->subject);
     free (ctx);
 }
@@ -282,6 +289,7 @@ qn_http_reply_raw (qn_http_ctx_t *ctx, int status, const char *content_type,
         char name [32];
         snprintf (name, sizeof name, "http_responses_%dxx", status / 100);
         qn_count (codec->kernel, name, 1);
+        qn_http_metrics_answered (codec, ctx, status);
     }
     s_ctx_free (codec, ctx);
 }
@@ -447,6 +455,8 @@ s_health (qn_codec_t *codec, qn_http_ctx_t *ctx)
     qn_jw_kint (&w, "worker_id", 0);
     qn_jw_kstr (&w, "status", codec->draining ? "draining" : "active");
     qn_jw_obj_end (&w);
+    if (codec->mesh_status)
+        qn_jw_kraw (&w, "mesh", codec->mesh_status, codec->mesh_status_len);
     qn_jw_obj_end (&w);
     qn_http_reply_json (ctx, codec->db_up ? 200 : 503, b.data, b.len);
     qn_buf_free (&b);
@@ -508,34 +518,19 @@ s_metrics (qn_codec_t *codec, qn_http_ctx_t *ctx)
     qn_jw_kint (&w, "user", (int64_t) ru.ru_utime.tv_sec * 1000000 + ru.ru_utime.tv_usec);
     qn_jw_kint (&w, "system", (int64_t) ru.ru_stime.tv_sec * 1000000 + ru.ru_stime.tv_usec);
     qn_jw_obj_end (&w);
+    if (codec->mesh_status)
+        qn_jw_kraw (&w, "mesh", codec->mesh_status, codec->mesh_status_len);
     qn_jw_obj_end (&w);
     qn_http_reply_json (ctx, 200, b.data, b.len);
     qn_buf_free (&b);
 }
 
-static void
-s_prom_counter (void *arg, const char *name, int64_t value)
-{
-    qn_buf_t *b = arg;
-    qn_buf_printf (b, "queen_%s %lld\n", name, (long long) value);
-}
-
+//  The text exposition format (actors/http/metrics.c renders it).
 static void
 s_metrics_prometheus (qn_codec_t *codec, qn_http_ctx_t *ctx)
 {
-    struct rusage ru;
-    getrusage (RUSAGE_SELF, &ru);
     qn_buf_t b = QN_BUF_INIT;
-    qn_buf_printf (&b, "# TYPE queen_uptime_seconds gauge\nqueen_uptime_seconds %.3f\n",
-                   (double) (qn_wall_us () - codec->started_wall_us) / 1e6);
-    qn_buf_printf (&b, "queen_process_resident_memory_bytes %lld\n", (long long) s_rss_bytes ());
-    qn_buf_printf (&b, "queen_cpu_user_microseconds_total %lld\n",
-                   (long long) ru.ru_utime.tv_sec * 1000000 + ru.ru_utime.tv_usec);
-    qn_buf_printf (&b, "queen_cpu_system_microseconds_total %lld\n",
-                   (long long) ru.ru_stime.tv_sec * 1000000 + ru.ru_stime.tv_usec);
-    qn_buf_printf (&b, "queen_db_pool_size %lld\n", (long long) codec->config->db_pool_size);
-    qn_buf_printf (&b, "queen_file_buffer_db_healthy %d\n", codec->db_up ? 1 : 0);
-    qn_counters_each (codec->kernel, s_prom_counter, &b);
+    qn_http_metrics_render (codec, &b, (double) (qn_wall_us () - codec->started_wall_us) / 1e6);
     qn_http_reply_raw (ctx, 200, "text/plain; version=0.0.4; charset=utf-8",
                        "Cache-Control: no-cache\r\n", b.data, b.len);
     qn_buf_free (&b);
@@ -567,7 +562,9 @@ static const qn_http_route_t *const s_areas [] = {
     qn_http_routes_admin,       //  resources, messages, dlq, groups, status (admin.c)
     qn_http_routes_system,      //  maintenance, buffers (system.c)
     qn_http_routes_state,       //  kv, timers (state.c)
-    qn_http_routes_streams      //  /streams/v1/* (streams.c)
+    qn_http_routes_streams,     //  /streams/v1/* (streams.c)
+    qn_http_routes_ephemeral,   //  /api/v1/ephemeral/* (ephemeral.c; docs/ephemeral.md)
+    qn_http_routes_dashboard    //  GET /, /dashboard/:file (dashboard.c)
 };
 
 static const qn_http_route_t *
@@ -617,6 +614,7 @@ s_on_request (void *self_, const qn_env_t *env)
     ctx->seq = m.seq;
     ctx->keep_alive = m.keep_alive;
     ctx->started_ms = env->received_ms;
+    ctx->started_us = qn_now_us ();
     ctx->tenant = qn_strdup ("");
     snprintf (ctx->method, sizeof ctx->method, "%.*s", (int) m.method_len, m.method);
     for (uint32_t i = 0; i < m.header_count; i++) {
@@ -626,6 +624,16 @@ s_on_request (void *self_, const qn_env_t *env)
             free (ctx->authorization);
             ctx->authorization = qn_strndup (h.value, h.value_len);
         }
+        else
+        if (h.name_len == sizeof QN_TASSERT_HEADER - 1
+        &&  !strncasecmp (h.name, QN_TASSERT_HEADER, h.name_len)) {
+            free (ctx->assertion);          //  Two of them: the last is checked
+            ctx->assertion = qn_strndup (h.value, h.value_len);
+        }
+        else
+        if (h.name_len == sizeof QN_TENANT_HEADER - 1
+        &&  !strncasecmp (h.name, QN_TENANT_HEADER, h.name_len))
+            ctx->tenant_header = true;
     }
     const char *body = env->frame_count ? env->frames [0].ptr : "";
     ctx->body_len = env->frame_count ? env->frames [0].len : 0;
@@ -650,6 +658,7 @@ s_on_request (void *self_, const qn_env_t *env)
             qn_http_reply_error (ctx, 404, "Not found");
         return rc;
     }
+    ctx->route = route->pattern;
     if (qn_http_auth (codec, ctx, route->auth))
         return rc;
     route->fn (codec, ctx);
@@ -740,6 +749,43 @@ s_on_committed (void *self_, const qn_env_t *env)
     return qn_park_on_committed (codec->park, env);
 }
 
+//  "qconf" from the mesh: a peer changed a queue's settings, or every
+//  cached setting may be stale (docs/mesh.md). Ours are ignored.
+static int
+s_on_qconf (void *self_, const qn_env_t *env)
+{
+    qn_msg_mesh_qconf_t m;
+    if (env->from.len != 4 || memcmp (env->from.ptr, "mesh", 4))
+        return 0;
+    if (qn_msg_mesh_qconf_decode (env->body.ptr, env->body.len, &m))
+        return QN_EPROTO;
+    qn_http_seal_forget (self_, m.tenant, m.tenant_len, m.queue, m.queue_len);
+    return 0;
+}
+
+static int
+s_on_stale (void *self_, const qn_env_t *env)
+{
+    (void) env;
+    qn_http_seal_forget (self_, NULL, 0, NULL, 0);
+    return 0;
+}
+
+//  "mesh": its status, shown by /health and /metrics.
+static int
+s_on_mesh_status (void *self_, const qn_env_t *env)
+{
+    qn_codec_t *codec = self_;
+    const char *json;
+    size_t len;
+    if (qn_msg_mesh_status_decode (env->body.ptr, env->body.len, &json, &len))
+        return QN_EPROTO;
+    free (codec->mesh_status);
+    codec->mesh_status = qn_strndup (json, len);
+    codec->mesh_status_len = len;
+    return 0;
+}
+
 static int
 s_on_jwks (void *self_, const qn_env_t *env)
 {
@@ -754,6 +800,8 @@ s_on_start (void *self_, const qn_env_t *env)
     qn_subscribe (codec->kernel, "db");
     qn_subscribe (codec->kernel, "maintenance");
     qn_subscribe (codec->kernel, "jwks");
+    qn_subscribe (codec->kernel, "qconf");         //  mesh (docs/mesh.md)
+    qn_subscribe (codec->kernel, "mesh");
     qn_park_start (codec->park);
     return 0;
 }
@@ -770,6 +818,7 @@ s_free_ctx (void *arg, uint64_t key, void *value)
     free (ctx->body);
     free (ctx->authorization);
     free (ctx->tenant);
+    free (ctx->assertion);
     free (ctx->subject);
     free (ctx);
 }
@@ -789,6 +838,7 @@ s_destroy (void **self_p)
     qn_http_auth_destroy (&codec->auth);
     qn_park_destroy (&codec->park);
     qn_http_seal_destroy (&codec->seal);
+    free (codec->mesh_status);
     free (codec);
     *self_p = NULL;
 }
@@ -802,6 +852,9 @@ static const qn_route_t s_routes [] = {
     { QN_MSG_MAINT_STATE, s_on_maintenance },
     { QN_MSG_COMMITTED, s_on_committed },
     { QN_MSG_JWKS_KEYS, s_on_jwks },
+    { QN_MSG_MESH_QCONF, s_on_qconf },
+    { QN_MSG_MESH_STALE, s_on_stale },
+    { QN_MSG_MESH_STATUS, s_on_mesh_status },
     { 0, NULL }
 };
 

@@ -42,11 +42,15 @@ struct qn_http_ctx {
     char *body;                 //  Owned request body (NUL-terminated)
     size_t body_len;
     char *authorization;        //  Owned, or NULL
-    char *tenant;               //  Owned; "" until multi-tenancy
+    char *tenant;               //  Owned; "" (the default tenant) unless auth verified one
+    char *assertion;            //  Owned: X-Queen-Assertion (the proxy's), or NULL
+    bool tenant_header;         //  The request carried a raw X-Queen-Tenant header
     char *subject;              //  Owned: verified JWT `sub` (producer identity), or NULL
     const char *params [QN_HTTP_MAX_PARAMS];    //  Path parameters (decoded)
     size_t param_len [QN_HTTP_MAX_PARAMS];
     int64_t started_ms;         //  Monotonic arrival time
+    int64_t started_us;         //  Monotonic, when the codec took it (latency metric)
+    const char *route;          //  Matched route pattern (static), or NULL
     void *state;                //  Handler's own, freed with state_free
     void (*state_free) (void *state);
     //  Called (once) when the client goes away while the request waits
@@ -147,10 +151,20 @@ typedef struct qn_http_seal qn_http_seal_t;
 qn_http_seal_t *qn_codec_seal (qn_codec_t *codec);
 qn_http_seal_t *qn_http_seal_new (const qn_config_t *config);
 void qn_http_seal_destroy (qn_http_seal_t **self_p);
+//  The mesh says a queue's settings changed on another broker (or, with
+//  queue NULL, that every cached setting may be stale): forget them, so
+//  the next push asks the database again.
+void qn_http_seal_forget (qn_codec_t *codec, const char *tenant, size_t tenant_len,
+                          const char *queue, size_t queue_len);
 
 //  Route tables of the actors/http/<area>.c files, NULL-method terminated.
 //  The codec lists every area in one table (codec.c s_areas): a missing
 //  area file is a link error.
+//  metrics.c: the Prometheus exposition, and the per-route HTTP series
+//  (counted for every answer by qn_http_reply_raw).
+void qn_http_metrics_render (qn_codec_t *codec, qn_buf_t *b, double uptime_s);
+void qn_http_metrics_answered (qn_codec_t *codec, qn_http_ctx_t *ctx, int status);
+
 extern const qn_http_route_t qn_http_routes_core [];
 extern const qn_http_route_t qn_http_routes_push [];    //  configure, push, lease
 extern const qn_http_route_t qn_http_routes_ack [];     //  ack, ack/batch
@@ -160,6 +174,8 @@ extern const qn_http_route_t qn_http_routes_admin [];   //  resources, messages,
 extern const qn_http_route_t qn_http_routes_system [];  //  maintenance, buffers
 extern const qn_http_route_t qn_http_routes_state [];   //  kv, timers
 extern const qn_http_route_t qn_http_routes_streams []; //  /streams/v1/*
+extern const qn_http_route_t qn_http_routes_ephemeral []; //  /api/v1/ephemeral/* (ephemeral.c)
+extern const qn_http_route_t qn_http_routes_dashboard [];  //  GET /, /dashboard/:file
 
 //  The codec's parked long-polls (actors/park/park.h): owned by the codec,
 //  run in its thread, fed its "committed" events; the pop area parks there.

@@ -22,7 +22,7 @@ struct qn_park {
     qn_kernel_t *kernel;        //  Not owned
     qn_park_def_t def;          //  Strings not owned (static)
     bool draining;
-    char wakeups [64], expired [64], cancelled [64], races [64];   //  Counter names
+    char wakeups [64], expired [64], cancelled [64], races [64], parked [64];   //  Counter names
 };
 
 static void s_on_list_timer (void *actor_self, void *arg);
@@ -120,6 +120,7 @@ qn_park_new (qn_kernel_t *kernel, const qn_park_def_t *def)
     snprintf (self->expired, sizeof self->expired, "%s_expired", p);
     snprintf (self->cancelled, sizeof self->cancelled, "%s_cancelled", p);
     snprintf (self->races, sizeof self->races, "%s_park_races", p);
+    snprintf (self->parked, sizeof self->parked, "%s_parked", p);
     return self;
 }
 
@@ -172,6 +173,7 @@ qn_park_wait (qn_park_t *self, const qn_park_wait_t *w)
                                              s_on_deadline, waiter);
         }
         s_list_arm (self, l);
+        qn_count (self->kernel, self->parked, 1);
         if (woken.len)
             qn_count (self->kernel, self->races, 1);
     }

@@ -370,6 +370,13 @@ s_col_int (PGresult *res, int r, int c)
     return (int64_t) u;
 }
 
+//  Adds n to the per-queue counter family{queue} (capped, see kernel.h).
+static void
+s_count_queue (qn_pgw_t *self, const char *family, const char *queue, size_t len, int64_t n)
+{
+    qn_metric_add (qn_metric_queue (self->kernel, QN_METRIC_COUNTER, family, queue, len), n);
+}
+
 static bool
 s_col_true (PGresult *res, int r, int c)
 {
@@ -417,11 +424,23 @@ s_answer (qn_pgw_t *self, qn_pgw_push_t *r, PGresult *res, int first, int last, 
         qn_msg_push_result (&pk, &it);
     }
     qn_pgw_send_reply (self, r->reply_to, r->corr, QN_MSG_PUSH_ANSWER);
+    const msgpack_object *run = NULL;       //  Queue of the current run of stored items
+    int64_t run_n = 0;
     for (int row = first; row < last; row++) {
         const msgpack_object *q = &r->items [row - first].via.array.ptr [0];
-        if (!s_col_true (res, row, 4))
-            s_committed_once (self, seen, r->tenant, r->tenant_len, q->via.str.ptr, q->via.str.size);
+        if (s_col_true (res, row, 4))
+            continue;
+        s_committed_once (self, seen, r->tenant, r->tenant_len, q->via.str.ptr, q->via.str.size);
+        if (run && (run->via.str.size != q->via.str.size
+                 || memcmp (run->via.str.ptr, q->via.str.ptr, q->via.str.size))) {
+            s_count_queue (self, "messages_pushed_total", run->via.str.ptr, run->via.str.size, run_n);
+            run_n = 0;
+        }
+        run = q;
+        run_n++;
     }
+    if (run)
+        s_count_queue (self, "messages_pushed_total", run->via.str.ptr, run->via.str.size, run_n);
 }
 
 
@@ -489,9 +508,102 @@ qn_pgw_finish_push (qn_pgw_t *self, qn_pgw_job_t *j, qn_pgw_conn_t *c)
 }
 
 // ------------------------------------------------------------------ other commits
+//  Element i of a binary one-dimensional text[] parameter, or NULL.
+static const char *
+s_text_elem (const char *p, size_t len, int i, int *elen)
+{
+    //  ndim, hasnull, elemtype, then (size, lbound) per dimension
+    if (len < 20 || (uint8_t) p [3] != 1)
+        return NULL;
+    size_t at = 20;
+    for (int k = 0; at + 4 <= len; k++) {
+        int32_t n = (int32_t) ((uint32_t) (uint8_t) p [at] << 24 | (uint32_t) (uint8_t) p [at + 1] << 16
+                             | (uint32_t) (uint8_t) p [at + 2] << 8 | (uint32_t) (uint8_t) p [at + 3]);
+        at += 4;
+        if (n < 0)
+            n = 0;
+        if (at + (size_t) n > len)
+            return NULL;
+        if (k == i) {
+            *elen = n;
+            return p + at;
+        }
+        at += (size_t) n;
+    }
+    return NULL;
+}
+
+//  Acks: per queue, acknowledged (completed), failed (nacked) and
+//  dead-lettered messages; one row per item in request order, the
+//  statuses are parameter 6.
+static void
+s_count_acks (qn_pgw_t *self, const qn_pgw_job_t *j, PGresult *res)
+{
+    const char *st = j->nparams > 5 && !j->nulls [5] ? j->params.data + j->offsets [5] : NULL;
+    size_t st_len = st ? (size_t) j->lengths [5] : 0;
+    for (int r = 0; r < PQntuples (res); r++) {
+        int qlen = 0;
+        const char *queue = qn_pgw_col_text (res, r, 3, &qlen);
+        if (!queue || !s_col_true (res, r, 1))
+            continue;
+        int slen = 0;
+        const char *status = st ? s_text_elem (st, st_len, r, &slen) : NULL;
+        bool failed = status && slen == 6 && !memcmp (status, "failed", 6);
+        s_count_queue (self, failed ? "messages_failed_total" : "messages_acked_total",
+                       queue, (size_t) qlen, 1);
+        if (s_col_true (res, r, 6))
+            s_count_queue (self, "messages_dead_lettered_total", queue, (size_t) qlen, 1);
+    }
+}
+
+//  Transaction bundles: their pushes (rows of kind "push": column 2 the
+//  kind, column 5 the queue), one at a time (bundles are small).
+static void
+s_count_bundle_pushes (qn_pgw_t *self, PGresult *res)
+{
+    for (int r = 0; r < PQntuples (res); r++) {
+        int klen = 0, qlen = 0;
+        const char *kind = qn_pgw_col_text (res, r, 1, &klen);
+        const char *queue = qn_pgw_col_text (res, r, 4, &qlen);
+        if (kind && queue && klen == 4 && !memcmp (kind, "push", 4))
+            s_count_queue (self, "messages_pushed_total", queue, (size_t) qlen, 1);
+    }
+}
+
+//  Pops (every front door): messages handed out, per queue, in runs of
+//  rows of one queue; the row that only carries the next due instant has
+//  no message (seq NULL).
+static void
+s_count_pops (qn_pgw_t *self, PGresult *res)
+{
+    const char *run = NULL;
+    int run_len = 0;
+    int64_t n = 0;
+    for (int r = 0; r <= PQntuples (res); r++) {
+        int qlen = 0;
+        bool end = r == PQntuples (res);
+        const char *queue = end ? NULL : qn_pgw_col_text (res, r, 0, &qlen);
+        if (!end && (!queue || PQgetisnull (res, r, 3)))
+            continue;
+        if (run && (!queue || qlen != run_len || memcmp (queue, run, (size_t) qlen))) {
+            s_count_queue (self, "messages_popped_total", run, (size_t) run_len, n);
+            n = 0;
+        }
+        run = queue;
+        run_len = qlen;
+        n++;
+    }
+}
+
 void
 qn_pgw_exec_committed (qn_pgw_t *self, const qn_pgw_job_t *j, PGresult *res)
 {
+    if (j->stmt_id == QN_SQL_ACK && self->is_writer)
+        s_count_acks (self, j, res);
+    if (j->stmt_id == QN_SQL_POP || j->stmt_id == QN_SQL_POP_NS)
+        s_count_pops (self, res);
+    if (j->stmt_id == QN_SQL_BUNDLE && self->is_writer)
+        s_count_bundle_pushes (self, res);
     const qn_sql_stmt_t *stmt = qn_sql_stmt (j->stmt_id);
     if (!stmt || !stmt->wake_queue_col || !self->is_writer || j->nparams < 1 || j->nulls [0])
         return;

@@ -70,6 +70,7 @@ qn_pgw_conn_drop (qn_pgw_t *self, qn_pgw_conn_t *c, const char *why)
     if (c->job) {
         qn_pgw_job_t *j = c->job;
         c->job = NULL;
+        qn_metric_add (self->m_errors, 1);
         if (j->kind == J_PUSH)
             self->push_in_flight--;
         if (j->kind != J_PING)
@@ -173,6 +174,8 @@ qn_pgw_finish_job (qn_pgw_t *self, qn_pgw_conn_t *c)
     c->job = NULL;
     c->state = C_IDLE;
     c->backoff_ms = 0;
+    if (c->error && self->m_errors)
+        qn_metric_add (self->m_errors, 1);
     if (j->kind == J_PING) {
         self->ping_sent_ms = 0;
         qn_pgw_publish_health (self, !c->error);

@@ -313,6 +313,29 @@ qn_pgw_pump (qn_pgw_t *self)
     }
     qn_gauge_set (self->kernel, self->is_writer ? "pg_writer_queued" : "pg_reader_queued",
                   self->queued);
+    qn_pgw_pool_gauges (self);
+}
+
+//  Connections up, busy, and requests waiting for one.
+void
+qn_pgw_pool_gauges (qn_pgw_t *self)
+{
+    if (!self->m_size) {
+        char labels [64];
+        snprintf (labels, sizeof labels, "pool=\"%s\"", self->name);
+        self->m_size = qn_metric (self->kernel, QN_METRIC_GAUGE, "db_pool_connections", labels);
+        self->m_busy = qn_metric (self->kernel, QN_METRIC_GAUGE, "db_pool_busy", labels);
+        self->m_waiting = qn_metric (self->kernel, QN_METRIC_GAUGE, "db_pool_waiting", labels);
+        self->m_errors = qn_metric (self->kernel, QN_METRIC_COUNTER, "db_errors_total", labels);
+    }
+    int64_t up = 0, busy = 0;
+    for (uint32_t i = 0; i < self->pool_size; i++) {
+        up += self->pool [i].state == C_IDLE || self->pool [i].state == C_BUSY;
+        busy += self->pool [i].state == C_BUSY;
+    }
+    qn_metric_set (self->m_size, up);
+    qn_metric_set (self->m_busy, busy);
+    qn_metric_set (self->m_waiting, (int64_t) self->queued);
 }
 
 static void
@@ -440,6 +463,7 @@ static const qn_route_t s_routes [] = {
     { QN_MSG_PUSH, qn_pgw_on_push },
     { QN_MSG_SPOOL_DRAINED, qn_pgw_on_drained },
     { QN_MSG_MAINT_SET, qn_pgw_on_maint_set },
+    { QN_MSG_MESH_MAINT_POLL, qn_pgw_on_maint_poll },
     { 0, NULL }
 };
 

@@ -128,10 +128,13 @@ struct qn_pgw {
     uint64_t maint_poll_gen;    //  maint_gen when the running poll started
     bool maint_poll_in_flight;
     int64_t maint_tick_ms;      //  Last poll and republish
+    //  Pool gauges and errors for /metrics/prometheus (pool="<name>")
+    qn_metric_t *m_size, *m_busy, *m_waiting, *m_errors;
 };
 
 // ------------------------------------------------------------------ writer.c
 void qn_pgw_pump (qn_pgw_t *self);
+void qn_pgw_pool_gauges (qn_pgw_t *self);
 void qn_pgw_send_reply (qn_pgw_t *self, const char *to, uint64_t corr, uint16_t type);
 void qn_pgw_reply_error (qn_pgw_t *self, const char *to, uint64_t corr, const char *sqlstate,
                          const char *message, const char *detail);
@@ -177,6 +180,8 @@ void qn_pgw_exec_committed (qn_pgw_t *self, const qn_pgw_job_t *j, PGresult *res
 
 // ------------------------------------------------------------------ maint.c
 int qn_pgw_on_maint_set (void *self_, const qn_env_t *env);
+//  QN_MSG_MESH_MAINT_POLL []: a peer changed the flags: read them now.
+int qn_pgw_on_maint_poll (void *self_, const qn_env_t *env);
 //  Reads the flags from queen.system_state (start, every 2 s: another
 //  broker may flip them) and republishes them.
 void qn_pgw_maint_tick (qn_pgw_t *self);

@@ -41,6 +41,7 @@ void
 qn_sp_progress (qn_sp_t *self)
 {
     qn_gauge_set (self->kernel, "spool_pending", (int64_t) self->pending);
+    qn_gauge_set (self->kernel, "spool_failed_bytes", (int64_t) self->failed_bytes);
     if (self->pending || self->group_count || self->in_flight || self->stopping)
         return;
     msgpack_sbuffer_clear (&self->out);
@@ -183,6 +184,7 @@ s_on_append (void *self_, const qn_env_t *env)
         qn_sp_progress (self);
         return 0;
     }
+    qn_count (self->kernel, "spool_appended_bytes", (int64_t) env->body.len);
     if (self->group_count == self->group_cap) {
         self->group_cap = self->group_cap ? self->group_cap * 2 : 64;
         self->group = qn_realloc (self->group, self->group_cap * sizeof *self->group);

@@ -189,7 +189,15 @@ BEGIN
     -- ON CONFLICT checks the primary key first and inserts nothing when the
     -- row exists, without locking it.
     ORDER BY x.pid, g.id
-    ON CONFLICT (partition_id, group_id) DO NOTHING)
+    ON CONFLICT (partition_id, group_id) DO NOTHING),
+  -- the maintained count of stored messages (migrations/0007_stats.sql),
+  -- in partition order under the partition locks held
+  st AS (
+    INSERT INTO queen.partition_stats AS s (partition_id, messages, updated_at)
+    SELECT nb.pid, count(*), v_now FROM numbered nb WHERE nb.new_seq IS NOT NULL
+     GROUP BY nb.pid ORDER BY nb.pid
+    ON CONFLICT (partition_id) DO UPDATE
+      SET messages = s.messages + EXCLUDED.messages, updated_at = EXCLUDED.updated_at)
   -- no self-joins of the CTEs here: plans stay linear even as generic plans
   -- (whose row estimates for unnest() of parameters are tiny)
   SELECT o.ord, o.seq, o.pid, o.qid, o.dup

@@ -24,6 +24,7 @@ BEGIN
   IF v_done IS NOT NULL THEN
     DELETE FROM queen.ready WHERE partition_id = ANY (v_done);
     DELETE FROM queen.cursors WHERE partition_id = ANY (v_done);
+    DELETE FROM queen.partition_stats WHERE partition_id = ANY (v_done) AND messages = 0;
     IF p_drop_rows THEN
       DELETE FROM queen.partitions WHERE id = ANY (v_done);
     END IF;

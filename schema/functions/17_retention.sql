@@ -233,6 +233,7 @@ BEGIN
   BEGIN
     PERFORM set_config('lock_timeout', '50ms', true);
     FOR i IN 1..cardinality(v_drop) LOOP
+      PERFORM queen._stats_segment_dropped(v_drop[i]);   -- 66_stats.sql
       EXECUTE format('ALTER TABLE queen.messages DETACH PARTITION queen.%I', v_drop[i]);
       EXECUTE format('DROP TABLE queen.%I', v_drop[i]);
     END LOOP;

@@ -134,13 +134,18 @@ CREATE FUNCTION queen._admin_pstats(p_pid bigint, p_qid int,
   OUT total bigint, OUT pending bigint, OUT processing bigint, OUT completed bigint,
   OUT failed bigint, OUT dead bigint, OUT oldest timestamptz, OUT newest timestamptz)
 LANGUAGE sql STABLE AS $$
+  -- total from the maintained count (66_stats.sql); only the unconsumed
+  -- tail (seq > cursor) is counted here
   WITH v AS (SELECT * FROM queen._admin_pview(p_pid, p_qid)),
-  m AS (
-    SELECT count(*) AS total,
-           count(*) FILTER (WHERE mm.seq <= v.cur) AS done,
-           count(*) FILTER (WHERE mm.seq > v.cur AND mm.seq <= v.lease_to) AS proc
+  t AS (
+    SELECT count(*) AS tail,
+           count(*) FILTER (WHERE mm.seq <= v.lease_to) AS proc
       FROM v CROSS JOIN queen.messages mm
-     WHERE mm.partition_id = p_pid),
+     WHERE mm.partition_id = p_pid AND mm.seq > v.cur),
+  m AS (
+    SELECT st.n AS total, st.n - t.tail AS done, t.proc
+      FROM t, (SELECT COALESCE((SELECT s.messages FROM queen.partition_stats s
+                                 WHERE s.partition_id = p_pid), 0) AS n) st),
   d AS (
     SELECT count(DISTINCT dl.seq) AS dead,
            count(DISTINCT dl.seq) FILTER (WHERE dl.seq <= v.cur) AS dead_done,
@@ -162,17 +167,47 @@ CREATE FUNCTION queen._admin_parts(p_tenant text, p_queue text, p_ns text, p_tas
 RETURNS TABLE(qid int, qname text, namespace text, task text, q_created timestamptz,
   pid bigint, pname text, p_created timestamptz, total bigint, pending bigint, processing bigint,
   completed bigint, failed bigint, dead bigint, oldest timestamptz, newest timestamptz)
+-- A queue no group consumes (no consumer group row) has nothing consumed
+-- or leased: its partitions' stats are set-based (the maintained total,
+-- dead letters grouped once), with no per-partition cursor work, so a
+-- queue of a million unconsumed partitions costs two index probes each
+-- (oldest, newest) instead of _admin_pstats.
 LANGUAGE sql STABLE AS $$
+  WITH q AS MATERIALIZED (
+    SELECT q.id, q.name, q.namespace, q.task, q.created_at,
+           EXISTS (SELECT 1 FROM queen.consumer_groups g WHERE g.queue_id = q.id AND NOT g.retired) AS grouped
+      FROM queen.queues q
+     WHERE q.tenant = p_tenant
+       AND (p_queue IS NULL OR q.name = p_queue)
+       AND (p_ns IS NULL OR q.namespace = p_ns)
+       AND (p_task IS NULL OR q.task = p_task)),
+  dl AS MATERIALIZED (
+    SELECT d.partition_id, count(*) AS failed,
+           count(DISTINCT d.seq) FILTER (WHERE EXISTS (SELECT 1 FROM queen.messages x
+                                                        WHERE x.partition_id = d.partition_id
+                                                          AND x.seq = d.seq)) AS dead
+      FROM queen.dead_letters d
+     WHERE d.queue_id IN (SELECT q.id FROM q WHERE NOT q.grouped)
+     GROUP BY d.partition_id)
   SELECT q.id, q.name::text, q.namespace::text, q.task::text, q.created_at,
          p.id, p.name::text, p.created_at, s.total, s.pending, s.processing, s.completed,
          s.failed, s.dead, s.oldest, s.newest
-    FROM queen.queues q
+    FROM q
     JOIN queen.partitions p ON p.queue_id = q.id
     CROSS JOIN LATERAL queen._admin_pstats(p.id, q.id) s
-   WHERE q.tenant = p_tenant
-     AND (p_queue IS NULL OR q.name = p_queue)
-     AND (p_ns IS NULL OR q.namespace = p_ns)
-     AND (p_task IS NULL OR q.task = p_task)
+   WHERE q.grouped
+  UNION ALL
+  SELECT q.id, q.name::text, q.namespace::text, q.task::text, q.created_at,
+         p.id, p.name::text, p.created_at, COALESCE(ps.messages, 0),
+         COALESCE(ps.messages, 0) - COALESCE(dl.dead, 0), 0, 0,
+         COALESCE(dl.failed, 0), COALESCE(dl.dead, 0),
+         (SELECT x.created_at FROM queen.messages x WHERE x.partition_id = p.id ORDER BY x.seq LIMIT 1),
+         (SELECT x.created_at FROM queen.messages x WHERE x.partition_id = p.id ORDER BY x.seq DESC LIMIT 1)
+    FROM q
+    JOIN queen.partitions p ON p.queue_id = q.id
+    LEFT JOIN queen.partition_stats ps ON ps.partition_id = p.id
+    LEFT JOIN dl ON dl.partition_id = p.id
+   WHERE NOT q.grouped
 $$;
 
 -- One row per (group, partition) where the group has state (a ready or a
@@ -201,17 +236,20 @@ LANGUAGE sql STABLE AS $$
       FROM g JOIN queen.cursors c ON c.group_id = g.id
      WHERE NOT EXISTS (SELECT 1 FROM queen.ready r
                         WHERE r.partition_id = c.partition_id AND r.group_id = c.group_id))
+  -- consumed = the maintained count (66_stats.sql) minus the tail after
+  -- the cursor: only the tail is scanned
   SELECT s.id, s.name, s.qid, s.qname, s.start_seq, s.pid, p.name::text, s.cur, s.has_ready, s.la, s.lexp,
-         CASE WHEN s.has_ready THEN
-           (SELECT count(*) FROM queen.messages m WHERE m.partition_id = s.pid AND m.seq > s.cur)
-         ELSE 0 END,
+         CASE WHEN s.has_ready THEN t.tail ELSE 0 END,
          (SELECT m.created_at FROM queen.messages m WHERE m.partition_id = s.pid AND m.seq > s.cur
            ORDER BY m.seq LIMIT 1),
          (SELECT m.created_at FROM queen.messages m WHERE m.partition_id = s.pid AND m.seq <= s.cur
            ORDER BY m.seq DESC LIMIT 1),
-         (SELECT count(*) FROM queen.messages m WHERE m.partition_id = s.pid AND m.seq <= s.cur),
+         COALESCE((SELECT ps.messages FROM queen.partition_stats ps WHERE ps.partition_id = s.pid), 0)
+           - t.tail,
          bool_or(s.cur > 0 OR s.la OR NOT s.has_ready) OVER (PARTITION BY s.id)
     FROM s JOIN queen.partitions p ON p.id = s.pid
+    CROSS JOIN LATERAL (SELECT count(*) AS tail FROM queen.messages m
+                         WHERE m.partition_id = s.pid AND m.seq > s.cur) t
 $$;
 
 -- ---------------------------------------------------------------------------
@@ -513,20 +551,20 @@ RETURNS TABLE(status int, body json)
 LANGUAGE plpgsql AS $$
 #variable_conflict use_column
 DECLARE
-  f     record;
+  v_seq bigint;                  -- NULL: not found (or another tenant's partition)
   v_txn text := COALESCE(p_txn, queen.uuid_of(1, p_seq)::text);
 BEGIN
   IF EXISTS (SELECT 1 FROM queen.partitions p JOIN queen.queues q ON q.id = p.queue_id
               WHERE p.id = p_pid AND q.tenant = p_tenant) THEN
     PERFORM queen.lock_partition(p_pid);
-    SELECT * INTO f FROM queen._admin_find_msg(p_tenant, p_pid, p_txn, p_seq);
+    SELECT f.seq INTO v_seq FROM queen._admin_find_msg(p_tenant, p_pid, p_txn, p_seq) f;
   END IF;
-  IF f.seq IS NULL THEN
+  IF v_seq IS NULL THEN
     RETURN QUERY SELECT 404, json_build_object('success', false, 'partitionId', queen.uuid_of(2, p_pid),
       'transactionId', v_txn, 'message', 'Message not found', 'error', 'Message not found');
     RETURN;
   END IF;
-  DELETE FROM queen.messages m WHERE m.partition_id = p_pid AND m.seq = f.seq;
+  DELETE FROM queen.messages m WHERE m.partition_id = p_pid AND m.seq = v_seq;
   PERFORM 1 FROM queen.ready r WHERE r.partition_id = p_pid ORDER BY r.group_id FOR UPDATE;
   UPDATE queen.ready r SET
     batch_size  = CASE WHEN x.rel THEN 0 ELSE r.batch_size - 1 END,
@@ -537,7 +575,7 @@ BEGIN
     avail_at    = CASE WHEN x.rel THEN now() ELSE r.avail_at END
   FROM (SELECT r2.group_id, r2.acked_count >= r2.batch_size - 1 AS rel FROM queen.ready r2
          WHERE r2.partition_id = p_pid AND r2.lease_id IS NOT NULL AND r2.avail_at > now()
-           AND f.seq > r2.acked_seq AND f.seq > r2.leased_from AND f.seq <= r2.leased_to) x
+           AND v_seq > r2.acked_seq AND v_seq > r2.leased_from AND v_seq <= r2.leased_to) x
    WHERE r.partition_id = p_pid AND r.group_id = x.group_id;
   RETURN QUERY SELECT 200, json_build_object('success', true, 'partitionId', queen.uuid_of(2, p_pid),
     'transactionId', v_txn, 'message', 'Message deleted successfully');

@@ -97,7 +97,7 @@ async function run (conns, perConn, env, mustHold) {
             //  The load met the acceptor's high-water mark: responses were
             //  held and sent later, so the test exercised that path.
             const prom = await (await fetch(`${broker.url}/metrics/prometheus`)).text();
-            const held = /^queen_http_responses_held (\d+)$/m.exec(prom);
+            const held = /^queen_http_responses_held_total (\d+)$/m.exec(prom);
             assert.ok(held && Number(held[1]) > 0, `no response was held:\n${prom}`);
         }
     } finally {

@@ -212,19 +212,19 @@ test('queue settings cache: configure applies at once, new queues are plain, war
     assertEnvelope(flip[2], KEY_A, 'FLIP-3');
 
     //  A cold push asks once for all its queues
-    let before = await counter(A.url, 'queue_settings_queries');
+    let before = await counter(A.url, 'queue_settings_queries_total');
     await pushOk(A.url, [
         { queue: 'cold-1', payload: 1 }, { queue: 'cold-2', payload: 2 }, { queue: 'cold-1', payload: 3 },
     ]);
-    assert.equal(await counter(A.url, 'queue_settings_queries'), before + 1);
+    assert.equal(await counter(A.url, 'queue_settings_queries_total'), before + 1);
 
     //  Warm: within the cache lifetime (~2 s) pushes ask nothing
     await pushOk(A.url, [{ queue: 'enc', payload: { warm: 0 } }]);
     const t0 = Date.now();
-    before = await counter(A.url, 'queue_settings_queries');
+    before = await counter(A.url, 'queue_settings_queries_total');
     for (let i = 1; i <= 5; i++)
         await pushOk(A.url, [{ queue: 'enc', payload: { warm: i } }]);
-    const after = await counter(A.url, 'queue_settings_queries');
+    const after = await counter(A.url, 'queue_settings_queries_total');
     //  (After the cache lifetime a query is allowed: only a slow run gets there.)
     assert.ok(after === before || Date.now() - t0 >= 1500, `warm pushes queried the queue settings (${before} -> ${after})`);
 });

@@ -511,7 +511,7 @@ test(`PostgreSQL frozen ${FREEZE_MS / 1000} s: responsive, unhealthy, deadlines 
         WHERE datname = current_database() AND application_name = 'queen' AND state = 'active'
           AND now() - query_start > interval '${STMT_MS + 1000} milliseconds'`, { db: broker.db }) === '0',
     10000, 200);
-    const answered5xx = /queen_http_responses_5xx (\d+)/.exec((await http(`${broker.url}/metrics/prometheus`)).raw)?.[1];
+    const answered5xx = /queen_http_responses_5xx_total (\d+)/.exec((await http(`${broker.url}/metrics/prometheus`)).raw)?.[1];
     await broker.stop();
     console.log(`# freeze=${FREEZE_MS} ms pushes=${JSON.stringify(counts)} unhealthy-after=${health[firstDown].at} ms `
         + `health-max-ms=${Math.max(...health.map((h) => h.ms))} recovered-in=${recoveredMs} ms 5xx=${answered5xx}`);

@@ -62,8 +62,8 @@ test('retentionSeconds deletes every message older than it', async () => {
     assert.equal(await count('ret-none'), 10);
     //  The counter shows what the actor did.
     const res = await http(`${broker.url}/metrics/prometheus`);
-    assert.match(res.raw, /queen_retention_deleted \d+/);
-    const deleted = Number(/queen_retention_deleted (\d+)/.exec(res.raw)[1]);
+    assert.match(res.raw, /queen_retention_deleted_total \d+/);
+    const deleted = Number(/queen_retention_deleted_total (\d+)/.exec(res.raw)[1]);
     assert.ok(deleted >= 25, `retention_deleted=${deleted}`);
 });
 

@@ -152,7 +152,7 @@ test('a broker killed during the outage replays its acknowledged spool exactly o
     await waitFor(async () => (await buffers(fourth.url)).pending === 0, 30000, 200);
     assert.deepEqual(await stored(db, q), { total: 120, distinct: 120 });
     assert.match(await (await fetch(`${fourth.url}/metrics/prometheus`)).text(),
-        /queen_spool_replay_duplicates 120/);
+        /queen_spool_replay_duplicates_total 120/);
     await fourth.stop();
     fs.rmSync(copy, { recursive: true, force: true });
 });
@@ -220,7 +220,7 @@ test('group commit and segment rotation: concurrent pushes, several segments, on
     const q = 'rotate';
     await setMaintenance(broker.url, true);
     let res;
-    const fsyncs = async () => Number(/queen_spool_fsyncs (\d+)/.exec(
+    const fsyncs = async () => Number(/queen_spool_fsyncs_total (\d+)/.exec(
         (await http(`${broker.url}/metrics/prometheus`)).raw)?.[1] ?? 0);
     const before = await fsyncs();
     //  Small pushes in parallel share fdatasyncs.

@@ -304,7 +304,7 @@ test('slow-loris clients are cut off with 408; silent ones closed; others served
         }
         const st = await probe.finish();
         assertPrompt(st, 'during the slow-loris attack');
-        assert.ok(await metric(broker.url, 'http_request_timeouts') >= 60);
+        assert.ok(await metric(broker.url, 'http_request_timeouts_total') >= 60);
         console.log(`# slow-loris head=${headLoris.length} body=${bodyLoris.length} silent=${silent.length} `
             + `request-timeout=${REQUEST_MS} ms cut-off-max=${Math.max(...loris.map((r) => r.answerMs))} ms `
             + `health p-max=${Math.max(...st.times)} ms`);
@@ -338,13 +338,13 @@ test(`a client pipelining ${PIPELINED} requests without reading: memory bounded,
     sock.pause();                       //  Never read until told
     try {
         const one = 'GET /api/v1/kv/storm/big HTTP/1.1\r\nHost: pipe\r\n\r\n';
-        const before = await metric(broker.url, 'http_requests');
+        const before = await metric(broker.url, 'http_requests_total');
         sock.write(one.repeat(PIPELINED));
         //  The broker stops taking requests from it: the count stalls (but
         //  for the probes' own few requests a second).
         let last = -1000;
         await waitFor(async () => {
-            const now = await metric(broker.url, 'http_requests');
+            const now = await metric(broker.url, 'http_requests_total');
             const stalled = now - last < 20;
             last = now;
             return stalled;

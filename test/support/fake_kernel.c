@@ -14,7 +14,7 @@
 
 #define S_MAX_ACTORS 32
 #define S_MAX_SUBS   16
-#define S_MAX_COUNTERS 256
+#define S_MAX_COUNTERS 1024
 
 typedef struct s_writable {
     char to [QN_ENV_MAX_NAME + 1];
@@ -243,6 +243,82 @@ qn_counters_each (qn_kernel_t *self, void (*fn) (void *, const char *, int64_t),
 {
     for (size_t i = 0; i < self->counter_count; i++)
         fn (arg, self->counters [i].name, self->counters [i].value);
+}
+
+//  Series: plain counters of the fake named "family{labels}" (cut at 63
+//  bytes); a histogram counts observations. Handles are the counters.
+struct qn_metric {
+    int64_t value;
+};
+
+const int64_t qn_metric_bounds_us [QN_METRIC_BUCKETS] = {
+    500, 1000, 2500, 5000, 10000, 25000, 50000, 100000, 250000, 500000,
+    1000000, 2500000, 5000000, 10000000, 30000000, 60000000
+};
+
+qn_metric_t *
+qn_metric (qn_kernel_t *self, qn_metric_kind_t kind, const char *family, const char *labels)
+{
+    (void) kind;
+    char name [256];
+    snprintf (name, sizeof name, labels && labels [0] ? "%s{%s}" : "%s", family, labels);
+    name [63] = 0;
+    return (qn_metric_t *) s_counter (self, name);
+}
+
+qn_metric_t *
+qn_metric_queue (qn_kernel_t *self, qn_metric_kind_t kind, const char *family,
+                 const char *queue, size_t queue_len)
+{
+    char labels [192];
+    snprintf (labels, sizeof labels, "queue=\"%.*s\"", (int) queue_len, queue);
+    return qn_metric (self, kind, family, labels);
+}
+
+void
+qn_metric_add (qn_metric_t *m, int64_t delta)
+{
+    if (m)
+        m->value += delta;
+}
+
+void
+qn_metric_set (qn_metric_t *m, int64_t value)
+{
+    if (m)
+        m->value = value;
+}
+
+void
+qn_metric_observe_us (qn_metric_t *m, int64_t us)
+{
+    (void) us;
+    if (m)
+        m->value++;
+}
+
+size_t
+qn_metric_label_escape (char *out, size_t size, const char *value, size_t len)
+{
+    size_t n = len < size ? len : size - 1;
+    memcpy (out, value, n);
+    out [n] = 0;
+    return n;
+}
+
+void
+qn_metrics_each (qn_kernel_t *self, qn_metric_each_fn *fn, void *arg)
+{
+    for (size_t i = 0; i < self->counter_count; i++) {
+        const char *brace = strchr (self->counters [i].name, '{');
+        qn_metric_info_t info = {
+            .kind = QN_METRIC_COUNTER, .name = self->counters [i].name,
+            .family_len = brace ? (size_t) (brace - self->counters [i].name)
+                                : strlen (self->counters [i].name),
+            .value = self->counters [i].value
+        };
+        fn (arg, &info);
+    }
 }
 
 // ------------------------------------------------------------------ timers

@@ -118,6 +118,12 @@ test_route_match (void **state)
     qn_url_free (&u);
     u = s_url ("/health/");
     assert_int_equal (qn_route_match ("/health", &u, p, l), 1);
+    //  The root pattern matches the root only.
+    assert_int_equal (qn_route_match ("/", &u, p, l), -1);
+    qn_url_free (&u);
+    u = s_url ("/");
+    assert_int_equal (qn_route_match ("/", &u, p, l), 0);
+    assert_int_equal (qn_route_match ("/health", &u, p, l), -1);
     qn_url_free (&u);
 }
 

@@ -177,12 +177,88 @@ test_gauge_and_long_names (void **state)
     qn_kernel_destroy (&k);
 }
 
+// ------------------------------------------------------------------ series
+typedef struct {
+    int series;                 //  Of family "pushed_total"
+    int64_t other;              //  Its queue="_other" value
+    int64_t hist_count, hist_sum_us, le_1ms, inf;
+    int kinds_ok;
+} series_seen_t;
+
+static void
+s_series_seen (void *arg, const qn_metric_info_t *info)
+{
+    series_seen_t *s = arg;
+    if (!strncmp (info->name, "pushed_total{", 13)) {
+        assert_int_equal (info->family_len, 12);
+        assert_int_equal (info->kind, QN_METRIC_COUNTER);
+        s->series++;
+        if (!strcmp (info->name, "pushed_total{queue=\"_other\"}"))
+            s->other = info->value;
+    }
+    if (!strcmp (info->name, "latency_seconds{route=\"/x\"}")) {
+        assert_int_equal (info->kind, QN_METRIC_HISTOGRAM);
+        assert_non_null (info->buckets);
+        s->hist_count = info->value;
+        s->hist_sum_us = info->sum_us;
+        s->le_1ms = info->buckets [0] + info->buckets [1];  //  <= 500 us, <= 1 ms
+        s->inf = info->buckets [QN_METRIC_BUCKETS];
+    }
+    if (!strcmp (info->name, "depth") && info->kind == QN_METRIC_GAUGE)
+        s->kinds_ok++;
+    if (!strcmp (info->name, "plain") && info->kind == QN_METRIC_COUNTER)
+        s->kinds_ok++;
+}
+
+static void
+test_series_cap_histogram_escape (void **state)
+{
+    (void) state;
+    qn_config_t cfg = { 0 };
+    cfg.metrics_queue_series = 3;
+    qn_kernel_t *k = qn_kernel_new (&cfg);
+    //  Three queues get their own series; the rest share queue="_other".
+    const char *queues [] = { "a", "b", "c", "d", "e", "a" };
+    for (size_t i = 0; i < 6; i++)
+        qn_metric_add (qn_metric_queue (k, QN_METRIC_COUNTER, "pushed_total", queues [i], 1), 10);
+    //  The same handle every time, and the capped one is stable.
+    assert_ptr_equal (qn_metric_queue (k, QN_METRIC_COUNTER, "pushed_total", "a", 1),
+                      qn_metric_queue (k, QN_METRIC_COUNTER, "pushed_total", "a", 1));
+    assert_ptr_equal (qn_metric_queue (k, QN_METRIC_COUNTER, "pushed_total", "zz", 2),
+                      qn_metric_queue (k, QN_METRIC_COUNTER, "pushed_total", "d", 1));
+    //  Histogram: 3 observations, two under 1 ms, one past the last bound.
+    qn_metric_t *h = qn_metric (k, QN_METRIC_HISTOGRAM, "latency_seconds", "route=\"/x\"");
+    qn_metric_observe_us (h, 100);
+    qn_metric_observe_us (h, 900);
+    qn_metric_observe_us (h, 100000000);
+    qn_metric_observe_us (NULL, 5);             //  A full table's NULL is fine
+    qn_metric_add (NULL, 1);
+    qn_count (k, "plain", 1);
+    qn_gauge_set (k, "depth", 3);
+    series_seen_t s = { 0 };
+    qn_metrics_each (k, s_series_seen, &s);
+    assert_int_equal (s.series, 4);             //  a, b, c, _other
+    assert_int_equal (s.other, 20);             //  d, e
+    assert_int_equal (s.hist_count, 3);
+    assert_int_equal (s.hist_sum_us, 100001000);
+    assert_int_equal (s.le_1ms, 2);
+    assert_int_equal (s.inf, 1);
+    assert_int_equal (s.kinds_ok, 2);
+    //  Label values are escaped.
+    char out [32];
+    size_t n = qn_metric_label_escape (out, sizeof out, "a\"b\\c\nd", 7);
+    assert_string_equal (out, "a\\\"b\\\\c\\nd");
+    assert_int_equal (n, strlen (out));
+    qn_kernel_destroy (&k);
+}
+
 int
 main (void)
 {
     const struct CMUnitTest tests [] = {
         cmocka_unit_test (test_concurrent_adds_sum_exactly),
         cmocka_unit_test (test_gauge_and_long_names),
+        cmocka_unit_test (test_series_cap_histogram_escape),
     };
     return cmocka_run_group_tests (tests, NULL, NULL);
 }

@@ -1,0 +1,237 @@
+//  test/integration/dashboard.test.mjs - the dashboard in a real browser:
+//  headless Chromium (Debian) driven by playwright-core against a broker
+//  with data, including a queue of 100,000 partitions. Every view loads
+//  without a console error; the partitions of the big queue page and
+//  search through the API; an operator requeues a dead letter, seeks a
+//  group and toggles maintenance, and the broker's own API shows each
+//  change. Screenshots of every view go to <build>/test-output/dashboard/
+//  (docs/operations.md).
+
+import { test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import crypto from 'node:crypto';
+import fs from 'node:fs';
+import path from 'node:path';
+import { chromium } from 'playwright-core';
+import {
+    BIN, startBroker, settle, http, psql, createDatabase, configureQueue, pushItems,
+    popMessages, ack, ackFor, request, waitFor,
+} from './lib.mjs';
+
+const SHOTS = path.join(path.dirname(BIN), 'test-output', 'dashboard');
+const BIG = 'dash.big';
+const BIG_PARTITIONS = 100000;
+
+let broker, url, db, browser, page;
+const problems = [];            //  console errors, page errors, failed requests
+
+before(async () => {
+    fs.rmSync(SHOTS, { recursive: true, force: true });
+    fs.mkdirSync(SHOTS, { recursive: true });
+    db = await createDatabase('dash');
+    broker = await startBroker({ db });
+    url = broker.url;
+    await settle(url);
+
+    //  Ordinary data through the API
+    await configureQueue(url, 'dash.orders', { leaseTime: 30, retryLimit: 2 });
+    await configureQueue(url, 'dash.dlq', { retryLimit: 0, retryDelay: 0 });
+    await pushItems(url, Array.from({ length: 30 }, (_, i) => ({
+        queue: 'dash.orders', partition: `c-${i % 3}`, transactionId: `o-${i}`, payload: { order: i } })), { queued: true });
+    for (const m of await popMessages(url, 'dash.orders', { consumerGroup: 'billing', batch: 5 }))
+        await ack(url, ackFor(m, { consumerGroup: 'billing', status: 'completed' }), { success: true });
+    await pushItems(url, [{ queue: 'dash.dlq', transactionId: 'bad-1', payload: { poison: true } }], { queued: true });
+    const [poison] = await popMessages(url, 'dash.dlq');
+    assert.equal((await ack(url, ackFor(poison, { status: 'failed', error: 'cannot parse' }), { success: true })).dlq, true);
+    await request(url, '/api/v1/kv/carts/user-1', { method: 'PUT', body: { items: [1, 2] } });
+    await request(url, '/api/v1/timers', { method: 'POST', expect: [200, 201],
+        body: { timerId: 'remind-1', queue: 'dash.orders', payload: { remind: true }, fireAt: new Date(Date.now() + 3600e3).toISOString() } });
+
+    //  The 100,000-partition queue: set up in PostgreSQL directly (ten
+    //  queen.push calls of 10,000 partitions), which is only the fixture;
+    //  everything the test reads goes through the dashboard and the API.
+    await configureQueue(url, BIG, {});
+    for (let k = 0; k < BIG_PARTITIONS / 10000; k++) {
+        await psql(`SELECT count(*) FROM queen.push('', array_fill('${BIG}'::text, ARRAY[10000]),
+            (SELECT array_agg('p' || lpad(i::text, 6, '0') ORDER BY i) FROM generate_series(${k * 10000}, ${k * 10000 + 9999}) i),
+            array_fill(NULL::text, ARRAY[10000]), array_fill(convert_to('{"n":1}', 'UTF8'), ARRAY[10000]),
+            array_fill(NULL::uuid, ARRAY[10000]), array_fill(NULL::text, ARRAY[10000]), array_fill(false, ARRAY[10000]), false)`,
+        { db, timeoutMs: 120000 });
+    }
+
+    browser = await chromium.launch({ executablePath: '/usr/bin/chromium', args: ['--no-sandbox'] });
+    page = await browser.newPage({ viewport: { width: 1400, height: 1000 } });
+    page.setDefaultTimeout(60000);
+    page.on('console', (msg) => { if (msg.type() === 'error') problems.push(`console: ${msg.text()}`); });
+    page.on('pageerror', (err) => problems.push(`page error: ${err.message}`));
+    page.on('requestfailed', (req) => problems.push(`request failed: ${req.url()} ${req.failure()?.errorText}`));
+    page.on('response', (res) => { if (res.status() >= 400) problems.push(`HTTP ${res.status()} ${res.url()}`); });
+    page.on('dialog', (d) => d.accept());
+});
+
+after(async () => {
+    await browser?.close();
+    await broker?.stop();
+});
+
+//  Opens a view and waits until it rendered (data-ready on <main>).
+async function open (hash, shot) {
+    await page.goto(`${url}/${hash}`);
+    await page.waitForSelector('main[data-ready="true"]');
+    if (shot)
+        await page.screenshot({ path: path.join(SHOTS, `${shot}.png`), fullPage: true });
+}
+
+//  After an action: the view re-rendered.
+async function settled () {
+    await page.waitForSelector('main[data-ready="true"]');
+}
+
+test('the broker serves the dashboard and its assets from the binary', async () => {
+    const index = await http(`${url}/`);
+    assert.equal(index.status, 200);
+    assert.match(index.headers['content-type'], /^text\/html/);
+    assert.match(index.raw, /<script src="\/dashboard\/app\.js"><\/script>/);
+    for (const [file, type] of [['app.js', /javascript/], ['app.css', /css/], ['uPlot.js', /javascript/], ['uPlot.css', /css/]]) {
+        const r = await http(`${url}/dashboard/${file}`);
+        assert.equal(r.status, 200, file);
+        assert.match(r.headers['content-type'], type, file);
+        assert.ok(r.raw.length > 100, file);
+    }
+    assert.match((await http(`${url}/dashboard/uPlot.js`)).raw, /uPlot/);
+    assert.equal((await http(`${url}/dashboard/nothing.js`)).status, 404);
+});
+
+test('every view loads against a broker with data, without a console error', async () => {
+    await open('#/overview', '01-overview');
+    assert.match(await page.textContent('#overview-cards'), /connected/);
+    //  Stored messages: 30 + 1 + 100,000 (+ nothing else), from the statistics
+    assert.match(await page.textContent('#overview-cards'), /100,031/);
+    assert.equal(await page.locator('#chart-live .uplot').count(), 1);
+    assert.equal(await page.locator('#chart-history .uplot').count(), 1);
+
+    await open('#/queues', '02-queues');
+    const queues = await page.textContent('#queues-table');
+    for (const q of ['dash.orders', 'dash.dlq', BIG])
+        assert.match(queues, new RegExp(q.replace('.', '\\.')));
+    assert.match(queues, /100,000/);
+
+    await open(`#/queue/${BIG}`, '03-big-queue');
+    //  Name order: the queue's Default partition (made by configure), then p000000 ...
+    assert.equal(await page.locator('#partitions tbody tr').count(), 50);
+    assert.match(await page.textContent('#partitions tbody tr:nth-child(1)'), /^Default/);
+    assert.match(await page.textContent('#partitions tbody tr:nth-child(2)'), /^p000000/);
+    assert.match(await page.textContent('#partitions tbody tr:nth-child(2)'), /^p0000001/);    //  total 1
+    await page.click('#partitions-next');
+    await page.waitForFunction(() => document.querySelector('#partitions tbody tr')?.textContent.startsWith('p000049'));
+    await page.click('#partitions-next');
+    await page.waitForFunction(() => document.querySelector('#partitions tbody tr')?.textContent.startsWith('p000099'));
+    await page.click('#partitions-prev');
+    await page.waitForFunction(() => document.querySelector('#partitions tbody tr')?.textContent.startsWith('p000049'));
+    await page.fill('#partition-search', 'p07770');
+    await page.click('#partitions button[type=submit]');
+    await page.waitForFunction(() => document.querySelector('#partitions tbody tr')?.textContent.startsWith('p077700'));
+    assert.equal(await page.locator('#partitions tbody tr').count(), 10);
+    assert.equal(await page.isDisabled('#partitions-next'), true);
+    await page.screenshot({ path: path.join(SHOTS, '04-big-queue-search.png'), fullPage: true });
+
+    await open('#/queue/dash.orders', '05-queue');
+    assert.match(await page.textContent('main'), /billing/);
+    await open('#/groups', '06-groups');
+    assert.match(await page.textContent('#groups-table'), /billing/);
+    await open('#/group/billing', '07-group');
+    assert.match(await page.textContent('main'), /c-0/);
+    await open('#/messages?queue=dash.orders', '08-messages');
+    assert.equal(await page.locator('#messages-table tbody tr').count(), 30);
+    await page.click('#messages-table a.msg-link');
+    await page.waitForSelector('#payload');
+    assert.match(await page.textContent('#payload'), /"order"/);
+    await page.screenshot({ path: path.join(SHOTS, '09-message.png'), fullPage: true });
+    await open('#/dlq', '10-dlq');
+    assert.match(await page.textContent('#dlq-table'), /cannot parse/);
+    await open('#/state', '11-state');
+    assert.match(await page.textContent('#kv-buckets'), /carts/);
+    assert.match(await page.textContent('#kv-keys'), /user-1/);
+    assert.match(await page.textContent('#timers'), /remind-1/);
+    await open('#/system', '12-system');
+    assert.equal(await page.isChecked('#maint-push'), false);
+    assert.deepEqual(problems, []);
+});
+
+test('actions: requeue a dead letter, seek a group, toggle maintenance', async () => {
+    //  Requeue: the entry leaves the DLQ and the message is back in its queue.
+    await open('#/dlq?queue=dash.dlq');
+    await page.click('#dlq-table .dlq-requeue');
+    await settled();
+    await waitFor(async () => (await request(url, '/api/v1/dlq?queue=dash.dlq')).body.total === 0, 10000);
+    assert.match(await page.textContent('main'), /empty/);
+    const back = await popMessages(url, 'dash.dlq');
+    assert.equal(back.length, 1);
+    assert.deepEqual(back[0].data, { poison: true });
+
+    //  Seek billing on dash.orders to the end: no lag left.
+    const lag = async () => (await request(url, '/api/v1/consumer-groups')).body
+        .find((g) => g.name === 'billing' && g.queueName === 'dash.orders').offsetLag;
+    assert.ok(await lag() > 0);
+    await open('#/group/billing');
+    await page.selectOption('form.seek-form[data-queue="dash.orders"] select[name=mode]', 'end');
+    await page.click('form.seek-form[data-queue="dash.orders"] button[type=submit]');
+    await settled();
+    await waitFor(async () => await lag() === 0, 10000);
+    await page.screenshot({ path: path.join(SHOTS, '13-group-after-seek.png'), fullPage: true });
+
+    //  Pop maintenance on, then off, from the system view.
+    await open('#/system');
+    await page.click('#maint-pop');
+    await settled();
+    await waitFor(async () => (await request(url, '/api/v1/system/maintenance')).body.popMaintenanceMode === true, 10000);
+    assert.equal(await page.isChecked('#maint-pop'), true);
+    await page.screenshot({ path: path.join(SHOTS, '14-maintenance-on.png'), fullPage: true });
+    await page.click('#maint-pop');
+    await settled();
+    await waitFor(async () => (await request(url, '/api/v1/system/maintenance')).body.popMaintenanceMode === false, 10000);
+    assert.deepEqual(problems, []);
+    for (const f of ['01-overview.png', '03-big-queue.png', '10-dlq.png', '14-maintenance-on.png'])
+        assert.ok(fs.statSync(path.join(SHOTS, f)).size > 10000, f);
+});
+
+test('behind JWT auth the dashboard asks for a token, then every call carries it', async () => {
+    const secret = 'dash-secret-0123456789abcdef-0123456789';
+    const b64 = (v) => Buffer.from(JSON.stringify(v)).toString('base64url');
+    const now = Math.floor(Date.now() / 1000);
+    const input = `${b64({ alg: 'HS256', typ: 'JWT' })}.${b64({ sub: 'operator', role: 'admin', iat: now - 5, exp: now + 3600 })}`;
+    const jwt = `${input}.${crypto.createHmac('sha256', secret).update(input).digest('base64url')}`;
+    const secured = await startBroker({ env: { JWT_ENABLED: 'true', JWT_ALGORITHM: 'HS256', JWT_SECRET: secret } });
+    const p = await browser.newPage({ viewport: { width: 1200, height: 900 } });
+    const seen = [];
+    p.on('console', (msg) => { if (msg.type() === 'error') seen.push(msg.text()); });
+    p.on('pageerror', (err) => seen.push(`page error: ${err.message}`));
+    const statuses = [];
+    p.on('response', (res) => { if (res.url().includes('/api/')) statuses.push(res.status()); });
+    try {
+        //  The API refuses the page without a token: the login form shows.
+        assert.equal((await http(`${secured.url}/api/v1/resources/queue-summaries`)).status, 401);
+        await p.goto(`${secured.url}/#/queues`);
+        await p.waitForSelector('#login textarea');
+        await p.screenshot({ path: path.join(SHOTS, '15-login.png') });
+        assert.ok(statuses.includes(401));
+        //  With the token, the view loads and every API call succeeded.
+        statuses.length = 0;
+        await p.fill('#token', jwt);
+        await p.click('#login button[type=submit]');
+        await p.waitForSelector('main[data-ready="true"]');
+        assert.match(await p.textContent('main'), /No queues yet|Queues/);
+        assert.ok(statuses.length > 0 && statuses.every((x) => x === 200), String(statuses));
+        await p.click('#create-form input[name=queue]');
+        await p.fill('#create-form input[name=queue]', 'secured.q');
+        await p.click('#create-form button[type=submit]');
+        await p.waitForFunction(() => document.querySelector('#queues-table')?.textContent.includes('secured.q'));
+        const listed = await http(`${secured.url}/api/v1/resources/queue-summaries`, { headers: { Authorization: `Bearer ${jwt}` } });
+        assert.deepEqual(listed.body.queues.map((q) => q.name), ['secured.q']);
+        //  Only the refused first load logged errors (its 401s).
+        assert.deepEqual(seen.filter((t) => !/status of 401/.test(t)), []);
+    } finally {
+        await p.close();
+        await secured.stop();
+    }
+});
