@@ -73,6 +73,11 @@ qn_actor_t *qn_http_acceptor_new (qn_kernel_t *kernel, const qn_config_t *config
                                   const qn_http_door_t *door);
 //  HTTP routing and the JSON API.
 qn_actor_t *qn_codec_http_new (qn_kernel_t *kernel, const qn_config_t *config);
+//  The SQS front door (docs/sqs.md): codec "codec_sqs" and its acceptor
+//  "sqs_acceptor" on config->host:SQS_PORT. main starts both only when
+//  SQS_PORT is not 0.
+qn_actor_t *qn_codec_sqs_new (qn_kernel_t *kernel, const qn_config_t *config);
+qn_actor_t *qn_sqs_acceptor_new (qn_kernel_t *kernel, const qn_config_t *config);
 //  Periodic retention, eviction and segment maintenance.
 qn_actor_t *qn_retention_new (qn_kernel_t *kernel, const qn_config_t *config);
 //  Timers (fires due timers into their queues) and the kv/timer sweeps.

@@ -97,6 +97,12 @@ static const s_setting_t s_settings [] = {
     { "KAFKA_ALLOW_DELETE_TOPICS", S_BOOL, F (kafka_allow_delete_topics), "true", 0, 0, "DeleteTopics deletes queues" },
     { "KAFKA_MAX_REQUEST_BYTES", S_INT, F (kafka_max_request_bytes), "104857600", 1024, 1024LL * MiB, "largest Kafka request frame (the connection is closed beyond)" },
     { "KAFKA_NODE_ID", S_INT, F (kafka_node_id), "1", 0, 2147483647, "broker id in Metadata" },
+    //  SQS front door (issue 15, docs/sqs.md)
+    { "SQS_PORT", S_INT, F (sqs_port), "9324", 0, 65535, "SQS API listening port (AWS query and JSON 1.0); 0 = off" },
+    { "SQS_CREDENTIALS", S_SECRET, F (sqs_credentials), "", 0, 0, "SQS access keys: comma-separated accessKeyId:secretKey pairs, or @path to a file of such lines" },
+    { "SQS_REGION", S_STR, F (sqs_region), "us-east-1", 0, 0, "SQS region (queue ARNs)" },
+    { "SQS_VERIFY_SIGNATURES", S_BOOL, F (sqs_verify_signatures), "true", 0, 0, "verify AWS Signature V4 on every SQS request (false: local development only)" },
+    { "SQS_PUBLIC_URL", S_STR, F (sqs_public_url), "", 0, 0, "scheme://host:port of returned QueueUrls (unset: from the request's Host header)" },
     { NULL, 0, 0, NULL, 0, 0, NULL }
 };
 

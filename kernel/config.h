@@ -87,6 +87,12 @@ typedef struct {
     bool kafka_allow_delete_topics;
     int64_t kafka_max_request_bytes;
     int64_t kafka_node_id;
+    //  SQS front door (issue 15)
+    int64_t sqs_port;
+    char *sqs_credentials;
+    char *sqs_region;
+    bool sqs_verify_signatures;
+    char *sqs_public_url;
     bool embedded;              //  Not a setting: PG_HOST was unset
 } qn_config_t;
 

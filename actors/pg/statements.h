@@ -51,6 +51,19 @@ typedef enum {
     QN_SQL_KAFKA_CREATE_TOPIC,
     QN_SQL_KAFKA_DELETE_TOPIC,
     QN_SQL_KAFKA_PUSH,
+    //  SQS front door (schema/functions/62_sqs.sql)
+    QN_SQL_SQS_CREATE,
+    QN_SQL_SQS_QUEUE,
+    QN_SQL_SQS_LIST,
+    QN_SQL_SQS_SET,
+    QN_SQL_SQS_TAGS,
+    QN_SQL_SQS_DELETE,
+    QN_SQL_SQS_PURGE,
+    QN_SQL_SQS_SEND,
+    QN_SQL_SQS_RECEIVE,
+    QN_SQL_SQS_ACK,
+    QN_SQL_SQS_VISIBILITY,
+    QN_SQL_SQS_DLQ_SOURCES,
     QN_SQL_COUNT_
 } qn_sql_id_t;
 

@@ -130,6 +130,10 @@ main (int argc, char **argv)
     //  The Kafka door (off when KAFKA_PORT is 0): its codec, then its listener.
     if (ok && config.kafka_port)
         ok = qn_kafka_codec_new (kernel, &config) && qn_kafka_acceptor_new (kernel, &config);
+    //  The SQS front door (docs/sqs.md), when SQS_PORT is not 0: its codec,
+    //  then its listener, so a stop closes the door first.
+    if (ok && config.sqs_port)
+        ok = qn_codec_sqs_new (kernel, &config) && qn_sqs_acceptor_new (kernel, &config);
     int rc = 1;
     if (ok) {
         qn_info ("ready");

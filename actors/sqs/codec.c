@@ -1,0 +1,712 @@
+/*  actors/sqs/codec.c - the SQS front door's codec actor ("codec_sqs")
+    Behind its own HTTP acceptor ("sqs_acceptor", SQS_PORT). Each request
+    is decoded by wire/sqs*.c (AWS query when there is no X-Amz-Target,
+    AWS JSON 1.0 when there is), its Signature V4 verified against the key
+    table (SQS_CREDENTIALS; wire/sigv4.h), validated, and translated by
+    ops.c into the messaging core's operations; the answer goes back in the
+    request's protocol, errors in its own shape.
+    Receives  QN_MSG_HTTP_REQUEST / HTTP_CLOSED / HTTP_DRAINED from
+              sqs_acceptor, PG_RESULT replies, "committed" events
+    Sends     QN_MSG_HTTP_RESPONSE to sqs_acceptor; PG_EXEC of the SQS
+              catalogue statements to pg_writer
+    Owns      the request contexts; the parked ReceiveMessage long-polls (a
+              park table, actors/park/park.h); responses held while the
+              acceptor is full (sent in order when it drains); the key table
+    Failure   bad input, bad signatures and unknown queues get the
+              protocol's error; database trouble ServiceUnavailable (503) or
+              InternalFailure (500); the actor carries on
+    Tenancy   every request runs as tenant "" until access keys map to
+              tenants: see s_tenant_of_key.
+*/
+#include "actors/sqs/sqs_int.h"
+#include "actors/park/park.h"
+#include "base/hashmap.h"
+#include "base/log.h"
+#include "wire/http_api.h"
+#include "wire/ids.h"
+#include "wire/msg_http.h"
+#include "wire/sigv4.h"
+
+#include <sodium.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <time.h>
+
+#define S_ACCEPTOR          "sqs_acceptor"
+#define S_MAX_SKEW_S        900
+#define S_MAX_KEYS          64
+
+typedef struct s_held s_held_t;
+struct s_held {
+    s_held_t *next;
+    msgpack_sbuffer body;
+    qn_frame_t frame;
+};
+
+typedef struct {
+    char *access_key;           //  Owned
+    char *secret;               //  Owned
+} s_key_t;
+
+struct qn_sqs_codec {
+    qn_kernel_t *kernel;        //  Not owned
+    const qn_config_t *config;  //  Not owned
+    qn_hashmap_t *requests;     //  id -> qn_sqs_req_t *
+    uint64_t next_id;
+    bool draining;
+    qn_park_t *park;            //  Owned
+    s_key_t keys [S_MAX_KEYS];  //  Owned: the key table
+    uint32_t key_count;
+    qn_buf_t out;               //  Reusable
+    s_held_t *held_head, *held_tail;
+    bool held_waiting;
+};
+
+typedef struct {
+    qn_sqs_codec_t *codec;
+    uint64_t id;
+    qn_sqs_result_fn *cb;
+} s_call_t;
+
+qn_kernel_t *qn_sqs_kernel (qn_sqs_codec_t *codec) { return codec->kernel; }
+const qn_config_t *qn_sqs_config (qn_sqs_codec_t *codec) { return codec->config; }
+qn_park_t *qn_sqs_park (qn_sqs_codec_t *codec) { return codec->park; }
+bool qn_sqs_draining (qn_sqs_codec_t *codec) { return codec->draining; }
+
+qn_sqs_req_t *
+qn_sqs_request (qn_sqs_codec_t *codec, uint64_t id)
+{
+    return qn_hashmap_get (codec->requests, id);
+}
+
+// ------------------------------------------------------------------ the key table
+//  "ak:secret,ak2:secret2" or "@path" (one pair a line; '#' comments).
+static void
+s_keys_add (qn_sqs_codec_t *codec, const char *pair, size_t len)
+{
+    while (len && (*pair == ' ' || *pair == '\t')) { pair++; len--; }
+    while (len && (pair [len - 1] == ' ' || pair [len - 1] == '\r' || pair [len - 1] == '\t'))
+        len--;
+    if (len == 0 || pair [0] == '#')
+        return;
+    const char *colon = memchr (pair, ':', len);
+    if (!colon || colon == pair || codec->key_count >= S_MAX_KEYS) {
+        qn_warn ("sqs credential ignored: entry=%u reason=%s", codec->key_count + 1,
+                 colon? "too many keys": "not accessKeyId:secretKey");
+        return;
+    }
+    s_key_t *k = &codec->keys [codec->key_count++];
+    k->access_key = qn_strndup (pair, (size_t) (colon - pair));
+    k->secret = qn_strndup (colon + 1, len - (size_t) (colon - pair) - 1);
+}
+
+static void
+s_keys_load (qn_sqs_codec_t *codec, const char *spec)
+{
+    if (!spec || !spec [0])
+        return;
+    char *text = NULL;
+    if (spec [0] == '@') {
+        FILE *f = fopen (spec + 1, "r");
+        if (!f) {
+            qn_error ("sqs credentials file unreadable: path=%s", spec + 1);
+            return;
+        }
+        qn_buf_t b = QN_BUF_INIT;
+        char chunk [4096];
+        size_t n;
+        while ((n = fread (chunk, 1, sizeof chunk, f)) > 0)
+            qn_buf_append (&b, chunk, n);
+        fclose (f);
+        text = b.data? b.data: qn_strdup ("");
+    }
+    else
+        text = qn_strdup (spec);
+    const char *sep = spec [0] == '@'? "\n": ",";
+    for (char *p = text; *p; ) {
+        size_t n = strcspn (p, sep);
+        s_keys_add (codec, p, n);
+        p += n;
+        if (*p)
+            p++;
+    }
+    free (text);
+}
+
+static const char *
+s_secret_of (qn_sqs_codec_t *codec, const char *access_key)
+{
+    for (uint32_t i = 0; i < codec->key_count; i++)
+        if (!strcmp (codec->keys [i].access_key, access_key))
+            return codec->keys [i].secret;
+    return NULL;
+}
+
+//  Tenancy hook: the tenant an access key acts for. Every key acts for the
+//  default tenant "" until the tenancy part maps keys to tenants (issue
+//  "tenancy"); then this looks the key up and the request runs as that
+//  tenant everywhere (queues, park lists, committed events).
+static void
+s_tenant_of_key (qn_sqs_codec_t *codec, const char *access_key, char *tenant, size_t cap)
+{
+    (void) codec;
+    (void) access_key;
+    snprintf (tenant, cap, "%s", "");
+}
+
+// ------------------------------------------------------------------ requests
+static void
+s_req_free (qn_sqs_codec_t *codec, qn_sqs_req_t *r)
+{
+    qn_hashmap_remove (codec->requests, r->id);
+    qn_sqs_request_free (&r->req);
+    free (r->path_buf);
+    free (r->q.attrs_json);
+    free (r->q.tags_json);
+    free (r);
+}
+
+// ------------------------------------------------------------------ answering
+static int
+s_send_response (qn_sqs_codec_t *codec, s_held_t *h)
+{
+    qn_msg_t msg = {
+        .to = S_ACCEPTOR, .type = QN_MSG_HTTP_RESPONSE,
+        .body = h->body.data, .body_len = h->body.size, .frames = &h->frame, .frame_count = 1
+    };
+    return qn_send (codec->kernel, &msg);
+}
+
+static void
+s_held_free (s_held_t *h)
+{
+    msgpack_sbuffer_destroy (&h->body);
+    free (h->frame.data);
+    free (h);
+}
+
+static void s_wait_acceptor (qn_sqs_codec_t *codec);
+
+static void
+s_on_acceptor_writable (void *self_, void *arg)
+{
+    (void) arg;
+    qn_sqs_codec_t *codec = self_;
+    codec->held_waiting = false;
+    while (codec->held_head) {
+        s_held_t *h = codec->held_head;
+        int rc = s_send_response (codec, h);
+        if (rc == QN_EAGAIN) {
+            s_wait_acceptor (codec);
+            return;
+        }
+        codec->held_head = h->next;
+        if (!codec->held_head)
+            codec->held_tail = NULL;
+        s_held_free (h);
+    }
+}
+
+static void
+s_wait_acceptor (qn_sqs_codec_t *codec)
+{
+    if (!codec->held_waiting
+        && qn_on_writable (codec->kernel, S_ACCEPTOR, s_on_acceptor_writable, NULL) == 0)
+        codec->held_waiting = true;
+}
+
+static void
+s_respond (qn_sqs_codec_t *codec, qn_sqs_req_t *r, int status, const char *content_type,
+           const char *extra, const char *body, size_t len)
+{
+    bool keep = r->keep_alive && !codec->draining;
+    qn_buf_t *out = &codec->out;
+    qn_buf_reset (out);
+    qn_http_response (out, status, content_type, extra, body, len, keep);
+    s_held_t *h = qn_zalloc (sizeof *h);
+    msgpack_sbuffer_init (&h->body);
+    msgpack_packer pk;
+    msgpack_packer_init (&pk, &h->body, msgpack_sbuffer_write);
+    qn_msg_http_response_t m = { .conn_id = r->conn_id, .seq = r->seq, .close = !keep };
+    qn_msg_http_response_encode (&pk, &m);
+    size_t n;
+    h->frame.data = qn_buf_detach (out, &n);
+    h->frame.len = n;
+    int rc = codec->held_head? QN_EAGAIN: s_send_response (codec, h);
+    if (rc == QN_EAGAIN) {
+        if (codec->held_tail)
+            codec->held_tail->next = h;
+        else
+            codec->held_head = h;
+        codec->held_tail = h;
+        s_wait_acceptor (codec);
+        return;
+    }
+    s_held_free (h);
+}
+
+void
+qn_sqs_reply (qn_sqs_req_t *r, qn_buf_t *body)
+{
+    qn_sqs_codec_t *codec = r->codec;
+    if (!r->cancelled) {
+        char extra [96];
+        snprintf (extra, sizeof extra, "x-amzn-RequestId: %s\r\n", r->request_id);
+        s_respond (codec, r, 200, qn_sqs_content_type (r->req.proto), extra, body->data,
+                   body->len);
+        qn_count (codec->kernel, "sqs_responses_2xx", 1);
+    }
+    s_req_free (codec, r);
+}
+
+void
+qn_sqs_reply_error (qn_sqs_req_t *r, const qn_sqs_error_t *err)
+{
+    qn_sqs_codec_t *codec = r->codec;
+    if (!r->cancelled) {
+        qn_buf_t body = QN_BUF_INIT;
+        char qerr [160] = "", extra [320];
+        int status = qn_sqs_write_error (r->req.proto, err, r->request_id, &body, qerr, sizeof qerr);
+        if (r->req.proto == QN_SQS_JSON)
+            snprintf (extra, sizeof extra, "x-amzn-RequestId: %s\r\nx-amzn-query-error: %s\r\n",
+                      r->request_id, qerr);
+        else
+            snprintf (extra, sizeof extra, "x-amzn-RequestId: %s\r\n", r->request_id);
+        s_respond (codec, r, status, qn_sqs_content_type (r->req.proto), extra, body.data, body.len);
+        qn_buf_free (&body);
+        char name [32];
+        snprintf (name, sizeof name, "sqs_responses_%dxx", status / 100);
+        qn_count (codec->kernel, name, 1);
+    }
+    s_req_free (codec, r);
+}
+
+void
+qn_sqs_reply_errorf (qn_sqs_req_t *r, qn_sqs_code_t code, const char *fmt, ...)
+{
+    qn_sqs_error_t err = { code, "" };
+    va_list ap;
+    va_start (ap, fmt);
+    vsnprintf (err.message, sizeof err.message, fmt, ap);
+    va_end (ap);
+    qn_sqs_reply_error (r, &err);
+}
+
+void
+qn_sqs_reply_pg_error (qn_sqs_req_t *r, const qn_pg_result_t *res)
+{
+    const char *s = res->sqlstate;
+    if (res->timed_out || !strncmp (s, "08", 2) || !strncmp (s, "57", 2) || !strncmp (s, "53", 2)) {
+        qn_sqs_reply_errorf (r, QN_SQS_E_SERVICE_UNAVAILABLE, "The database is unavailable; retry.");
+        return;
+    }
+    qn_warn ("sqs database error: sqlstate=%s message=%s", s, res->message? res->message: "");
+    qn_sqs_reply_errorf (r, QN_SQS_E_INTERNAL_FAILURE, "Internal failure (sqlstate %s).", s);
+}
+
+void
+qn_sqs_queue_url (const qn_sqs_req_t *r, const char *name, size_t len, qn_buf_t *out)
+{
+    qn_buf_printf (out, "%s/" QN_SQS_ACCOUNT "/%.*s", r->base_url, (int) len, name);
+}
+
+// ------------------------------------------------------------------ asking
+static void
+s_on_call_reply (void *self_, void *arg, const qn_env_t *env)
+{
+    (void) self_;
+    s_call_t *call = arg;
+    qn_sqs_codec_t *codec = call->codec;
+    qn_pg_result_t res;
+    qn_pg_result_decode (env? env->body.ptr: NULL, env? env->body.len: 0, &res);
+    qn_sqs_req_t *r = qn_hashmap_get (codec->requests, call->id);
+    if (r) {
+        r->pending--;
+        if (r->cancelled) {
+            if (r->woken)
+                qn_park_settled (codec->park, r->id, false);
+            if (!r->pending)
+                s_req_free (codec, r);
+        }
+        else
+            call->cb (codec, r, &res);
+    }
+    qn_pg_result_free (&res);
+    free (call);
+}
+
+int
+qn_sqs_exec (qn_sqs_codec_t *codec, qn_sqs_req_t *r, uint32_t stmt, const qn_pg_args_t *args,
+             qn_sqs_result_fn *cb)
+{
+    msgpack_sbuffer b;
+    msgpack_sbuffer_init (&b);
+    qn_msg_pg_exec_encode (&b, stmt, NULL, args);
+    s_call_t *call = qn_zalloc (sizeof *call);
+    *call = (s_call_t) { codec, r->id, cb };
+    qn_msg_t msg = { .to = "pg_writer", .type = QN_MSG_PG_EXEC, .body = b.data, .body_len = b.size };
+    int rc = qn_request (codec->kernel, &msg, (uint32_t) codec->config->db_statement_timeout_ms + 2000,
+                         s_on_call_reply, call);
+    msgpack_sbuffer_destroy (&b);
+    if (rc)
+        free (call);
+    else
+        r->pending++;
+    return rc;
+}
+
+// ------------------------------------------------------------------ Signature V4
+static const qn_http_header_t *
+s_header (const qn_http_header_t *h, uint32_t n, const char *name)
+{
+    size_t len = strlen (name);
+    for (uint32_t i = 0; i < n; i++)
+        if (h [i].name_len == len && !strncasecmp (h [i].name, name, len))
+            return &h [i];
+    return NULL;
+}
+
+//  "20150830T123600Z" -> Unix seconds, or -1.
+static int64_t
+s_amz_time (const char *s, size_t len)
+{
+    if (len != 16 || s [8] != 'T' || s [15] != 'Z')
+        return -1;
+    for (int i = 0; i < 15; i++)
+        if (i != 8 && (s [i] < '0' || s [i] > '9'))
+            return -1;
+    struct tm tm = { 0 };
+    tm.tm_year = (s [0] - '0') * 1000 + (s [1] - '0') * 100 + (s [2] - '0') * 10 + (s [3] - '0') - 1900;
+    tm.tm_mon = (s [4] - '0') * 10 + (s [5] - '0') - 1;
+    tm.tm_mday = (s [6] - '0') * 10 + (s [7] - '0');
+    tm.tm_hour = (s [9] - '0') * 10 + (s [10] - '0');
+    tm.tm_min = (s [11] - '0') * 10 + (s [12] - '0');
+    tm.tm_sec = (s [13] - '0') * 10 + (s [14] - '0');
+    return (int64_t) timegm (&tm);
+}
+
+//  Verifies the request's signature (spec §3). Returns 0, or -1 with err.
+//  Without verification a present header is still parsed for the key.
+static int
+s_verify (qn_sqs_codec_t *codec, qn_sqs_req_t *r, const char *method, const char *target,
+          size_t target_len, const qn_http_header_t *h, uint32_t n, const char *body,
+          size_t body_len, qn_sqs_error_t *err)
+{
+    bool verify = codec->config->sqs_verify_signatures;
+    const qn_http_header_t *auth = s_header (h, n, "authorization");
+    if (!auth) {
+        if (!verify)
+            return 0;
+        return qn_sqs_fail (err, QN_SQS_E_MISSING_AUTH_TOKEN,
+                            "Request is missing Authentication Token");
+    }
+    qn_sigv4_auth_t a;
+    if (qn_sigv4_parse_authorization (auth->value, auth->value_len, &a) != 0) {
+        if (!verify)
+            return 0;
+        return qn_sqs_fail (err, QN_SQS_E_INCOMPLETE_SIGNATURE,
+                            "The request signature does not conform to AWS standards.");
+    }
+    snprintf (r->access_key, sizeof r->access_key, "%s", a.access_key);
+    if (!verify)
+        return 0;
+    const char *secret = s_secret_of (codec, a.access_key);
+    if (!secret)
+        return qn_sqs_fail (err, QN_SQS_E_INVALID_CLIENT_TOKEN_ID,
+                            "The security token included in the request is invalid.");
+    if (strcmp (a.service, "sqs"))
+        return qn_sqs_fail (err, QN_SQS_E_INCOMPLETE_SIGNATURE,
+                            "Credential should be scoped to correct service: 'sqs'.");
+    const qn_http_header_t *date = s_header (h, n, "x-amz-date");
+    int64_t t = date? s_amz_time (date->value, date->value_len): -1;
+    if (t < 0)
+        return qn_sqs_fail (err, QN_SQS_E_INCOMPLETE_SIGNATURE,
+                            "Authorization header requires existence of a valid X-Amz-Date header.");
+    int64_t now = (int64_t) time (NULL);
+    if (t > now + S_MAX_SKEW_S || t < now - S_MAX_SKEW_S)
+        return qn_sqs_fail (err, QN_SQS_E_REQUEST_EXPIRED,
+                            "Signature expired: %.16s is now earlier or later than 15 minutes from the server time.",
+                            date->value);
+    if (memcmp (a.date, date->value, 8) != 0)
+        return qn_sqs_fail (err, QN_SQS_E_SIGNATURE_DOES_NOT_MATCH,
+                            "Credential date does not match X-Amz-Date.");
+    //  host must be signed: "host" as a whole element of the list.
+    char list [1030];
+    snprintf (list, sizeof list, ";%s;", a.signed_headers);
+    if (!strstr (list, ";host;"))
+        return qn_sqs_fail (err, QN_SQS_E_INCOMPLETE_SIGNATURE, "'Host' must be a signed header.");
+    char body_hash [65];
+    qn_sigv4_sha256_hex (body, body_len, body_hash);
+    const qn_http_header_t *ph = s_header (h, n, "x-amz-content-sha256");
+    char payload [65 + 20];
+    if (ph) {
+        snprintf (payload, sizeof payload, "%.*s", (int) (ph->value_len < 80? ph->value_len: 80), ph->value);
+        if (strcmp (payload, "UNSIGNED-PAYLOAD") && strcmp (payload, body_hash))
+            return qn_sqs_fail (err, QN_SQS_E_SIGNATURE_DOES_NOT_MATCH,
+                                "The provided x-amz-content-sha256 header does not match what was computed.");
+    }
+    else
+        memcpy (payload, body_hash, sizeof body_hash);
+    char *path = qn_strndup (target, target_len);
+    char *q = strchr (path, '?');
+    if (q)
+        *q++ = 0;
+    char amz_date [17];
+    snprintf (amz_date, sizeof amz_date, "%.16s", date->value);
+    qn_sigv4_request_t sr = {
+        .method = method, .path = path [0]? path: "/", .query = q? q: "", .headers = h,
+        .header_count = n, .signed_headers = a.signed_headers, .payload_hash = payload,
+        .amz_date = amz_date, .region = a.region, .service = a.service, .s3 = false
+    };
+    char expected [65];
+    qn_sigv4_signature (&sr, secret, expected);
+    free (path);
+    if (!qn_sigv4_equal (expected, a.signature))
+        return qn_sqs_fail (err, QN_SQS_E_SIGNATURE_DOES_NOT_MATCH,
+                            "The request signature we calculated does not match the signature you provided.");
+    return 0;
+}
+
+// ------------------------------------------------------------------ a request
+static void
+s_base_url (qn_sqs_codec_t *codec, qn_sqs_req_t *r, const qn_http_header_t *host)
+{
+    const char *pub = codec->config->sqs_public_url;
+    if (pub && pub [0])
+        snprintf (r->base_url, sizeof r->base_url, "%s", pub);
+    else
+    if (host && host->value_len > 0 && host->value_len < 120)
+        snprintf (r->base_url, sizeof r->base_url, "http://%.*s", (int) host->value_len, host->value);
+    else
+        snprintf (r->base_url, sizeof r->base_url, "http://127.0.0.1:%lld",
+                  (long long) codec->config->sqs_port);
+    size_t l = strlen (r->base_url);
+    while (l > 0 && r->base_url [l - 1] == '/')
+        r->base_url [--l] = 0;
+}
+
+static int
+s_on_request (void *self_, const qn_env_t *env)
+{
+    qn_sqs_codec_t *codec = self_;
+    msgpack_unpacked holder;
+    msgpack_unpacked_init (&holder);
+    qn_msg_http_request_t m;
+    if (qn_msg_http_request_decode (env->body.ptr, env->body.len, &holder, &m)) {
+        msgpack_unpacked_destroy (&holder);
+        return QN_EPROTO;
+    }
+    qn_count (codec->kernel, "sqs_requests", 1);
+    qn_sqs_req_t *r = qn_zalloc (sizeof *r);
+    r->codec = codec;
+    r->id = ++codec->next_id;
+    r->conn_id = m.conn_id;
+    r->seq = m.seq;
+    r->keep_alive = m.keep_alive;
+    qn_uuid_v4 (r->request_id);
+    qn_hashmap_put (codec->requests, r->id, r);
+    qn_http_header_t *h = qn_malloc ((m.header_count? m.header_count: 1) * sizeof *h);
+    for (uint32_t i = 0; i < m.header_count; i++)
+        qn_msg_http_request_header (&m, i, &h [i]);
+    const char *body = env->frame_count? env->frames [0].ptr: "";
+    size_t body_len = env->frame_count? env->frames [0].len: 0;
+    char method [16];
+    snprintf (method, sizeof method, "%.*s", (int) (m.method_len < 15? m.method_len: 15), m.method);
+    size_t path_len = m.target_len;
+    const char *qm = memchr (m.target, '?', m.target_len);
+    if (qm)
+        path_len = (size_t) (qm - m.target);
+    r->path_buf = qn_strndup (m.target, path_len);
+    r->path = (qn_sqs_str_t) { r->path_buf, path_len };
+    s_base_url (codec, r, s_header (h, m.header_count, "host"));
+    qn_sqs_error_t err = { 0, "" };
+    const qn_http_header_t *target = s_header (h, m.header_count, "x-amz-target");
+    r->req.proto = target? QN_SQS_JSON: QN_SQS_QUERY;
+    int rc;
+    if (strcmp (method, "POST") && strcmp (method, "GET"))
+        rc = qn_sqs_fail (&err, QN_SQS_E_INVALID_ACTION, "Method %s is not supported.", method);
+    else
+        rc = s_verify (codec, r, method, m.target, m.target_len, h, m.header_count, body, body_len, &err);
+    if (rc == 0) {
+        s_tenant_of_key (codec, r->access_key, r->tenant, sizeof r->tenant);
+        if (target)
+            rc = qn_sqs_decode_json (target->value, target->value_len, body, body_len, &r->req, &err);
+        else
+        if (!strcmp (method, "GET"))
+            rc = qn_sqs_decode_query (qm? qm + 1: "", qm? m.target_len - path_len - 1: 0, &r->req, &err);
+        else
+            rc = qn_sqs_decode_query (body, body_len, &r->req, &err);
+        r->req.proto = target? QN_SQS_JSON: QN_SQS_QUERY;
+    }
+    free (h);
+    msgpack_unpacked_destroy (&holder);
+    if (rc) {
+        qn_sqs_reply_error (r, &err);
+        return 0;
+    }
+    //  The queue: QueueUrl, else the request path (§2).
+    if (!r->req.queue_url.ptr && r->path.len > 1) {
+        qn_sqs_str_t name = qn_sqs_queue_from_url (r->path.ptr, r->path.len, NULL);
+        if (name.len)
+            r->req.queue_url = r->path;
+    }
+    if (qn_sqs_validate (&r->req, &err)) {
+        qn_sqs_reply_error (r, &err);
+        return 0;
+    }
+    qn_sqs_str_t name = r->req.queue_url.ptr
+                      ? qn_sqs_queue_from_url (r->req.queue_url.ptr, r->req.queue_url.len, NULL)
+                      : r->req.queue_name;
+    if (name.ptr && name.len >= sizeof r->queue) {
+        qn_sqs_reply_errorf (r, QN_SQS_E_NON_EXISTENT_QUEUE, "The specified queue does not exist.");
+        return 0;
+    }
+    if (name.ptr)
+        snprintf (r->queue, sizeof r->queue, "%.*s", (int) name.len, name.ptr);
+    qn_sqs_dispatch (codec, r);
+    return 0;
+}
+
+typedef struct {
+    uint64_t conn_id;
+    qn_buf_t ids;
+} s_cancel_t;
+
+static void
+s_cancel_conn (void *arg, uint64_t key, void *value)
+{
+    s_cancel_t *c = arg;
+    qn_sqs_req_t *r = value;
+    if (r->conn_id == c->conn_id)
+        qn_buf_append (&c->ids, &key, sizeof key);
+}
+
+static int
+s_on_closed (void *self_, const qn_env_t *env)
+{
+    qn_sqs_codec_t *codec = self_;
+    s_cancel_t c = { 0, QN_BUF_INIT };
+    if (qn_msg_http_closed_decode (env->body.ptr, env->body.len, &c.conn_id))
+        return QN_EPROTO;
+    qn_hashmap_each (codec->requests, s_cancel_conn, &c);
+    for (size_t i = 0; i < c.ids.len / sizeof (uint64_t); i++) {
+        uint64_t id;
+        memcpy (&id, c.ids.data + i * sizeof id, sizeof id);
+        qn_sqs_req_t *r = qn_hashmap_get (codec->requests, id);
+        if (!r)
+            continue;
+        r->cancelled = true;
+        if (r->parked) {
+            qn_park_cancel (codec->park, r->id);
+            r->parked = false;
+        }
+        if (!r->pending)
+            s_req_free (codec, r);
+    }
+    qn_buf_free (&c.ids);
+    return 0;
+}
+
+static int
+s_on_drained (void *self_, const qn_env_t *env)
+{
+    qn_sqs_codec_t *codec = self_;
+    if (qn_msg_http_drained_decode (env->body.ptr, env->body.len))
+        return QN_EPROTO;
+    codec->draining = true;
+    qn_park_drain (codec->park);
+    return 0;
+}
+
+static int
+s_on_committed (void *self_, const qn_env_t *env)
+{
+    qn_sqs_codec_t *codec = self_;
+    return qn_park_on_committed (codec->park, env);
+}
+
+static int
+s_on_start (void *self_, const qn_env_t *env)
+{
+    (void) env;
+    qn_sqs_codec_t *codec = self_;
+    qn_park_start (codec->park);
+    return 0;
+}
+
+static void
+s_free_req (void *arg, uint64_t key, void *value)
+{
+    (void) arg;
+    (void) key;
+    qn_sqs_req_t *r = value;
+    qn_sqs_request_free (&r->req);
+    free (r->path_buf);
+    free (r->q.attrs_json);
+    free (r->q.tags_json);
+    free (r);
+}
+
+static void
+s_destroy (void **self_p)
+{
+    qn_sqs_codec_t *codec = *self_p;
+    qn_hashmap_each (codec->requests, s_free_req, NULL);
+    qn_hashmap_destroy (&codec->requests);
+    while (codec->held_head) {
+        s_held_t *h = codec->held_head;
+        codec->held_head = h->next;
+        s_held_free (h);
+    }
+    for (uint32_t i = 0; i < codec->key_count; i++) {
+        free (codec->keys [i].access_key);
+        if (codec->keys [i].secret)
+            sodium_memzero (codec->keys [i].secret, strlen (codec->keys [i].secret));
+        free (codec->keys [i].secret);
+    }
+    qn_buf_free (&codec->out);
+    qn_park_destroy (&codec->park);
+    free (codec);
+    *self_p = NULL;
+}
+
+static const qn_route_t s_routes [] = {
+    { QN_MSG_START, s_on_start },
+    { QN_MSG_HTTP_REQUEST, s_on_request },
+    { QN_MSG_HTTP_CLOSED, s_on_closed },
+    { QN_MSG_HTTP_DRAINED, s_on_drained },
+    { QN_MSG_COMMITTED, s_on_committed },
+    { 0, NULL }
+};
+
+qn_actor_t *
+qn_codec_sqs_new (qn_kernel_t *kernel, const qn_config_t *config)
+{
+    qn_sqs_codec_t *codec = qn_zalloc (sizeof *codec);
+    codec->kernel = kernel;
+    codec->config = config;
+    codec->requests = qn_hashmap_new ();
+    s_keys_load (codec, config->sqs_credentials);
+    if (config->sqs_verify_signatures && codec->key_count == 0)
+        qn_warn ("sqs: signature verification is on and SQS_CREDENTIALS holds no key: every request will be refused");
+    qn_park_def_t park = {
+        .counter_prefix = "sqs_receive", .gauge = "parked_sqs_receives",
+        .wake = qn_sqs_receive_wake, .expire = qn_sqs_receive_expire, .arg = codec,
+        .attempt_ms = config->db_statement_timeout_ms + 5000
+    };
+    codec->park = qn_park_new (kernel, &park);
+    qn_actor_def_t def = {
+        .name = "codec_sqs", .routes = s_routes, .self = codec, .destroy = s_destroy
+    };
+    return qn_actor_spawn (kernel, &def);
+}
+
+qn_actor_t *
+qn_sqs_acceptor_new (qn_kernel_t *kernel, const qn_config_t *config)
+{
+    qn_http_door_t door = { .name = S_ACCEPTOR, .codec = "codec_sqs", .port = config->sqs_port };
+    return qn_http_acceptor_new (kernel, config, &door);
+}

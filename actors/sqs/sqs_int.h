@@ -1,0 +1,97 @@
+/*  actors/sqs/sqs_int.h - what the SQS codec's files share
+    codec.c owns the actor (requests, answers, SigV4, the park table);
+    ops.c translates each SQS operation into the messaging core's
+    operations (catalogue statements on pg_writer) and writes the answers.
+*/
+#ifndef QN_ACTORS_SQS_INT_H
+#define QN_ACTORS_SQS_INT_H
+
+#include "actors/actors.h"
+#include "wire/msg_pg.h"
+#include "wire/sqs.h"
+
+typedef struct qn_sqs_codec qn_sqs_codec_t;
+typedef struct qn_park qn_park_t;
+
+//  SQS settings of the queue a request names (from QN_SQL_SQS_QUEUE).
+typedef struct {
+    bool found;
+    int32_t id;
+    bool fifo;
+    int64_t visibility_s;
+    int64_t delay_s;
+    int64_t max_bytes;
+    int64_t wait_s;
+    bool content_dedup;
+    bool scope_group;                   //  DeduplicationScope=messageGroup
+    char dlq [96];                      //  RedrivePolicy target queue name, or ""
+    int64_t max_receives;
+    char *attrs_json;                   //  Owned: effective attributes
+    char *tags_json;                    //  Owned
+    int64_t created_us, modified_us;
+    int64_t visible, inflight, delayed;
+    uint8_t key [QN_SQS_HANDLE_KEY_LEN];
+} qn_sqs_queue_t;
+
+//  One request, from decoding to its answer.
+typedef struct {
+    qn_sqs_codec_t *codec;              //  Not owned
+    uint64_t id;
+    uint64_t conn_id;
+    uint32_t seq;
+    bool keep_alive;
+    bool cancelled;                     //  Client went away
+    bool parked;                        //  In the park table
+    bool woken;                         //  A park scout: must report back
+    uint32_t pending;                   //  Calls in flight
+    char request_id [40];
+    char tenant [64];                   //  "" until tenancy maps access keys
+    char access_key [129];
+    char base_url [160];                //  scheme://host:port of QueueUrls
+    qn_sqs_request_t req;               //  Owned (its arena)
+    qn_sqs_str_t path;                  //  Not NUL-terminated copy owned in path_buf
+    char *path_buf;                     //  Owned
+    char queue [96];                    //  Queue name addressed ("" when none)
+    qn_sqs_queue_t q;
+    int64_t deadline_ms;                //  Receive: end of the long poll
+    int64_t started_us;
+    char lease [40];                    //  Receive: the lease of this attempt
+    uint32_t batch_map [QN_SQS_MAX_ENTRIES];   //  Entries sent to the database, by row
+    uint32_t batch_sent;
+    qn_sqs_handle_t handles [QN_SQS_MAX_ENTRIES];
+} qn_sqs_req_t;
+
+typedef void (qn_sqs_result_fn) (qn_sqs_codec_t *codec, qn_sqs_req_t *r, qn_pg_result_t *res);
+
+// ------------------------------------------------------------------ codec.c
+qn_kernel_t *qn_sqs_kernel (qn_sqs_codec_t *codec);
+const qn_config_t *qn_sqs_config (qn_sqs_codec_t *codec);
+qn_park_t *qn_sqs_park (qn_sqs_codec_t *codec);
+bool qn_sqs_draining (qn_sqs_codec_t *codec);
+//  Runs a catalogue statement on pg_writer; cb gets the result (never
+//  called for a request whose client left). Returns 0 or a QN_E*.
+int qn_sqs_exec (qn_sqs_codec_t *codec, qn_sqs_req_t *r, uint32_t stmt, const qn_pg_args_t *args,
+                 qn_sqs_result_fn *cb);
+//  Answers r with the body in `out` (status 200) and frees r.
+void qn_sqs_reply (qn_sqs_req_t *r, qn_buf_t *out);
+//  Answers r with an error in its protocol's shape and frees r.
+void qn_sqs_reply_error (qn_sqs_req_t *r, const qn_sqs_error_t *err);
+void qn_sqs_reply_errorf (qn_sqs_req_t *r, qn_sqs_code_t code, const char *fmt, ...)
+    __attribute__ ((format (printf, 3, 4)));
+//  A failed database call: ServiceUnavailable or InternalFailure.
+void qn_sqs_reply_pg_error (qn_sqs_req_t *r, const qn_pg_result_t *res);
+//  The queue's URL.
+void qn_sqs_queue_url (const qn_sqs_req_t *r, const char *name, size_t len, qn_buf_t *out);
+//  Account id in URLs and ARNs.
+#define QN_SQS_ACCOUNT "000000000000"
+
+// ------------------------------------------------------------------ ops.c
+//  Runs the decoded, validated request r.
+void qn_sqs_dispatch (qn_sqs_codec_t *codec, qn_sqs_req_t *r);
+//  Park callbacks of ReceiveMessage (arg = the codec).
+void qn_sqs_receive_wake (void *arg, uint64_t id);
+void qn_sqs_receive_expire (void *arg, uint64_t id);
+//  The request with that id, or NULL.
+qn_sqs_req_t *qn_sqs_request (qn_sqs_codec_t *codec, uint64_t id);
+
+#endif

@@ -1,0 +1,100 @@
+//  test/integration/sqs_lib.mjs - helpers for the SQS front door's tests
+//  A broker with its SQS door on a free port, signature verification on and
+//  the key AKIDEXAMPLE/secret; awscli (Debian's /usr/bin/aws, query
+//  protocol), the AWS SDK v3 (JSON 1.0) and a hand-signed raw request
+//  (SigV4 written out here, independently of the broker's wire/sigv4.c).
+import { execFile } from 'node:child_process';
+import crypto from 'node:crypto';
+import http from 'node:http';
+import { SQSClient } from '@aws-sdk/client-sqs';
+import { startBroker, freePort } from './lib.mjs';
+
+export const AKID = 'AKIDEXAMPLE';
+export const SECRET = 'secret';
+export const ACCOUNT = '000000000000';
+
+//  { broker, sqsPort, endpoint, queueUrl(name) }
+export async function startSqsBroker (env = {}) {
+    const sqsPort = await freePort();
+    const broker = await startBroker({
+        env: { SQS_PORT: String(sqsPort), SQS_CREDENTIALS: `${AKID}:${SECRET},AKIDOTHER:other`, ...env },
+    });
+    const endpoint = `http://127.0.0.1:${sqsPort}`;
+    return { broker, sqsPort, endpoint, queueUrl: (name) => `${endpoint}/${ACCOUNT}/${name}` };
+}
+
+//  Runs `/usr/bin/aws --endpoint-url E sqs ARGS...`; resolves to
+//  { code, out (parsed JSON or text), stderr }.
+export function aws (endpoint, args, { secret = SECRET, akid = AKID, timeoutMs = 60000 } = {}) {
+    return new Promise((resolve) => {
+        execFile('/usr/bin/aws', ['--endpoint-url', endpoint, '--output', 'json', 'sqs', ...args], {
+            timeout: timeoutMs,
+            env: {
+                PATH: process.env.PATH, HOME: process.env.QN_TMP || '/tmp',
+                AWS_ACCESS_KEY_ID: akid, AWS_SECRET_ACCESS_KEY: secret, AWS_DEFAULT_REGION: 'us-east-1',
+                AWS_PAGER: '', AWS_CONFIG_FILE: '/dev/null', AWS_SHARED_CREDENTIALS_FILE: '/dev/null',
+                AWS_MAX_ATTEMPTS: '1',
+            },
+        }, (err, stdout, stderr) => {
+            let out = stdout;
+            try { out = stdout.trim() ? JSON.parse(stdout) : null; } catch { /* text */ }
+            resolve({ code: err ? (err.code ?? 1) : 0, out, stderr });
+        });
+    });
+}
+
+export function sdk (endpoint, { secret = SECRET, akid = AKID } = {}) {
+    return new SQSClient({
+        endpoint, region: 'us-east-1', maxAttempts: 1,
+        credentials: { accessKeyId: akid, secretAccessKey: secret },
+    });
+}
+
+function hmac (key, data) {
+    return crypto.createHmac('sha256', key).update(data).digest();
+}
+
+//  A raw SigV4-signed POST to the SQS door. headers: extra ones (all
+//  signed). Resolves to { status, headers, text }.
+export async function signedPost (endpoint, body, { headers = {}, secret = SECRET, akid = AKID,
+                                                     date = new Date(), path = '/' } = {}) {
+    const url = new URL(path, endpoint);
+    const amzDate = date.toISOString().replace(/[-:]/g, '').replace(/\.\d+/, '');
+    const day = amzDate.slice(0, 8);
+    const h = { host: url.host, 'x-amz-date': amzDate, ...Object.fromEntries(
+        Object.entries(headers).map(([k, v]) => [k.toLowerCase(), v])) };
+    const names = Object.keys(h).sort();
+    const payloadHash = crypto.createHash('sha256').update(body).digest('hex');
+    const canonical = ['POST', url.pathname, '', names.map((n) => `${n}:${String(h[n]).trim()}\n`).join(''),
+                       names.join(';'), payloadHash].join('\n');
+    const scope = `${day}/us-east-1/sqs/aws4_request`;
+    const toSign = ['AWS4-HMAC-SHA256', amzDate, scope,
+                    crypto.createHash('sha256').update(canonical).digest('hex')].join('\n');
+    let k = hmac('AWS4' + secret, day);
+    k = hmac(k, 'us-east-1');
+    k = hmac(k, 'sqs');
+    k = hmac(k, 'aws4_request');
+    const sig = hmac(k, toSign).toString('hex');
+    const auth = `AWS4-HMAC-SHA256 Credential=${akid}/${scope}, SignedHeaders=${names.join(';')}, Signature=${sig}`;
+    return rawPost(endpoint, body, { ...h, authorization: auth }, path);
+}
+
+//  A POST with exactly these headers (content-length added).
+export function rawPost (endpoint, body, headers, path = '/') {
+    const url = new URL(path, endpoint);
+    const buf = Buffer.from(body);
+    return new Promise((resolve, reject) => {
+        const req = http.request({
+            host: url.hostname, port: url.port, path: url.pathname, method: 'POST',
+            headers: { ...headers, 'content-length': buf.length },
+        }, (res) => {
+            let text = '';
+            res.setEncoding('utf8');
+            res.on('data', (d) => { text += d; });
+            res.on('end', () => resolve({ status: res.statusCode, headers: res.headers, text }));
+        });
+        req.setTimeout(60000, () => req.destroy(new Error('timeout')));
+        req.on('error', reject);
+        req.end(buf);
+    });
+}

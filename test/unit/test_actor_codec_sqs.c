@@ -1,0 +1,324 @@
+/*  test/unit/test_actor_codec_sqs.c - codec_sqs's translation
+    The real SQS codec actor (actors/sqs/codec.c + ops.c) on the fake
+    kernel, signatures off: an HTTP_REQUEST in -> the catalogue statements
+    it asks pg_writer for; their answers in -> the HTTP_RESPONSE to
+    sqs_acceptor. An empty ReceiveMessage with a wait parks and is run again
+    by a "committed" event. Bodies between actors are packed by hand (the
+    test plays sqs_acceptor and pg_writer).
+*/
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <msgpack.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "actors/actors.h"
+#include "actors/pg/statements.h"
+#include "test/support/fake_kernel.h"
+#include "wire/mp.h"
+
+typedef struct {
+    qn_config_t config;
+    qn_fake_t *fake;
+} s_world_t;
+
+static const char *
+s_env (const char *name)
+{
+    if (!strcmp (name, "SQS_VERIFY_SIGNATURES"))
+        return "false";
+    if (!strcmp (name, "SQS_PUBLIC_URL"))
+        return "http://sqs.test:9324";
+    return NULL;
+}
+
+static int
+s_setup (void **state)
+{
+    s_world_t *w = qn_zalloc (sizeof *w);
+    char err [256];
+    if (qn_config_load_from (&w->config, s_env, err, sizeof err))
+        return -1;
+    w->fake = qn_fake_new (&w->config);
+    if (!qn_codec_sqs_new (qn_fake_kernel (w->fake), &w->config))
+        return -1;
+    qn_fake_clear (w->fake);
+    *state = w;
+    return 0;
+}
+
+static int
+s_teardown (void **state)
+{
+    s_world_t *w = *state;
+    qn_fake_destroy (&w->fake);
+    qn_config_free (&w->config);
+    free (w);
+    return 0;
+}
+
+static void
+s_pack_str (msgpack_packer *pk, const char *s)
+{
+    msgpack_pack_str (pk, strlen (s));
+    msgpack_pack_str_body (pk, s, strlen (s));
+}
+
+//  A JSON 1.0 request for `op` with `body`.
+static void
+s_json_request (qn_fake_t *fake, uint64_t conn, const char *op, const char *body)
+{
+    msgpack_sbuffer b;
+    msgpack_sbuffer_init (&b);
+    msgpack_packer pk;
+    msgpack_packer_init (&pk, &b, msgpack_sbuffer_write);
+    msgpack_pack_array (&pk, 6);
+    msgpack_pack_uint64 (&pk, conn);
+    msgpack_pack_uint32 (&pk, 1);
+    s_pack_str (&pk, "POST");
+    s_pack_str (&pk, "/");
+    msgpack_pack_true (&pk);
+    msgpack_pack_array (&pk, 2);
+    char target [64];
+    snprintf (target, sizeof target, "AmazonSQS.%s", op);
+    msgpack_pack_array (&pk, 2);
+    s_pack_str (&pk, "X-Amz-Target");
+    s_pack_str (&pk, target);
+    msgpack_pack_array (&pk, 2);
+    s_pack_str (&pk, "Content-Type");
+    s_pack_str (&pk, "application/x-amz-json-1.0");
+    assert_int_equal (qn_fake_deliver (fake, "codec_sqs", QN_MSG_HTTP_REQUEST, b.data, b.size,
+                                       body, strlen (body)), 0);
+    msgpack_sbuffer_destroy (&b);
+}
+
+//  The next PG_EXEC: its index; asserts the statement; body decoded.
+static int
+s_next_exec (qn_fake_t *fake, uint32_t stmt, msgpack_unpacked *body)
+{
+    int i = qn_fake_next (fake, QN_MSG_PG_EXEC);
+    assert_true (i >= 0);
+    const qn_fake_msg_t *m = qn_fake_msg (fake, (size_t) i);
+    assert_string_equal (m->to, "pg_writer");
+    msgpack_unpacked_init (body);
+    assert_int_equal (msgpack_unpack_next (body, m->body.data, m->body.len, NULL), MSGPACK_UNPACK_SUCCESS);
+    assert_int_equal (body->data.via.array.ptr [0].via.u64, stmt);
+    return i;
+}
+
+static void
+s_assert_str (const msgpack_object *o, const char *want)
+{
+    assert_int_equal (o->type, MSGPACK_OBJECT_STR);
+    assert_int_equal (o->via.str.size, strlen (want));
+    assert_memory_equal (o->via.str.ptr, want, strlen (want));
+}
+
+static void
+s_result_head (msgpack_packer *pk, uint32_t rows)
+{
+    msgpack_pack_array (pk, 5);
+    msgpack_pack_true (pk);
+    s_pack_str (pk, "00000");
+    s_pack_str (pk, "");
+    s_pack_str (pk, "");
+    msgpack_pack_array (pk, rows);
+}
+
+//  The sqs_queue row of a standard queue with id 3 (rows 0: no queue).
+static void
+s_answer_queue (qn_fake_t *fake, int i, uint32_t rows)
+{
+    msgpack_sbuffer b;
+    msgpack_sbuffer_init (&b);
+    msgpack_packer pk;
+    msgpack_packer_init (&pk, &b, msgpack_sbuffer_write);
+    s_result_head (&pk, rows);
+    if (rows) {
+        msgpack_pack_array (&pk, 10);
+        msgpack_pack_int32 (&pk, 3);
+        msgpack_pack_false (&pk);
+        s_pack_str (&pk, "{\"VisibilityTimeout\":\"30\",\"DelaySeconds\":\"0\"}");
+        s_pack_str (&pk, "{}");
+        msgpack_pack_int64 (&pk, 1764500000000000);
+        msgpack_pack_int64 (&pk, 1764500000000000);
+        msgpack_pack_int64 (&pk, 0);
+        msgpack_pack_int64 (&pk, 0);
+        msgpack_pack_int64 (&pk, 0);
+        char key [32];
+        memset (key, 9, sizeof key);
+        msgpack_pack_bin (&pk, 32);
+        msgpack_pack_bin_body (&pk, key, 32);
+    }
+    assert_int_equal (qn_fake_answer (fake, (size_t) i, QN_MSG_PG_RESULT, b.data, b.size), 0);
+    msgpack_sbuffer_destroy (&b);
+}
+
+//  The response to sqs_acceptor: status, headers+body text into out.
+static int
+s_response (qn_fake_t *fake, qn_buf_t *out)
+{
+    int i = qn_fake_next (fake, QN_MSG_HTTP_RESPONSE);
+    assert_true (i >= 0);
+    const qn_fake_msg_t *m = qn_fake_msg (fake, (size_t) i);
+    assert_string_equal (m->to, "sqs_acceptor");
+    assert_int_equal (m->frame_count, 1);
+    qn_buf_reset (out);
+    qn_buf_append (out, m->frames [0].data, m->frames [0].len);
+    return atoi (out->data + 9);
+}
+
+static void
+test_send_message (void **state)
+{
+    s_world_t *w = *state;
+    s_json_request (w->fake, 1, "SendMessage",
+                    "{\"QueueUrl\":\"http://x/000000000000/q1\",\"MessageBody\":\"hello\"}");
+    msgpack_unpacked body;
+    int i = s_next_exec (w->fake, QN_SQL_SQS_QUEUE, &body);
+    const msgpack_object *p = body.data.via.array.ptr [2].via.array.ptr;
+    s_assert_str (&p [0], "");
+    s_assert_str (&p [1], "q1");
+    msgpack_unpacked_destroy (&body);
+    s_answer_queue (w->fake, i, 1);
+    i = s_next_exec (w->fake, QN_SQL_SQS_SEND, &body);
+    p = body.data.via.array.ptr [2].via.array.ptr;
+    s_assert_str (&p [1], "q1");
+    assert_int_equal (p [2].via.array.size, 1);
+    assert_memory_equal (p [2].via.array.ptr [0].via.str.ptr, "_sqs-", 5);
+    assert_int_equal (p [3].via.array.ptr [0].type, MSGPACK_OBJECT_BIN);
+    assert_memory_equal (p [3].via.array.ptr [0].via.bin.ptr, "hello", 5);
+    msgpack_unpacked_destroy (&body);
+    //  [ord, seq, partition_id, duplicate, queue_name]
+    msgpack_sbuffer b;
+    msgpack_sbuffer_init (&b);
+    msgpack_packer pk;
+    msgpack_packer_init (&pk, &b, msgpack_sbuffer_write);
+    s_result_head (&pk, 1);
+    msgpack_pack_array (&pk, 5);
+    msgpack_pack_int32 (&pk, 1);
+    msgpack_pack_int64 (&pk, 5);
+    msgpack_pack_int64 (&pk, 7);
+    msgpack_pack_false (&pk);
+    s_pack_str (&pk, "q1");
+    assert_int_equal (qn_fake_answer (w->fake, (size_t) i, QN_MSG_PG_RESULT, b.data, b.size), 0);
+    msgpack_sbuffer_destroy (&b);
+    qn_buf_t out = QN_BUF_INIT;
+    assert_int_equal (s_response (w->fake, &out), 200);
+    assert_non_null (strstr (out.data, "Content-Type: application/x-amz-json-1.0"));
+    assert_non_null (strstr (out.data, "x-amzn-RequestId: "));
+    assert_non_null (strstr (out.data, "{\"MessageId\":\"00000001-0000-8000-8000-000000000005\","
+                                       "\"MD5OfMessageBody\":\"5d41402abc4b2a76b9719d911017c592\"}"));
+    qn_buf_free (&out);
+}
+
+static void
+test_missing_queue (void **state)
+{
+    s_world_t *w = *state;
+    s_json_request (w->fake, 2, "GetQueueAttributes",
+                    "{\"QueueUrl\":\"http://x/000000000000/nope\",\"AttributeNames\":[\"All\"]}");
+    msgpack_unpacked body;
+    int i = s_next_exec (w->fake, QN_SQL_SQS_QUEUE, &body);
+    msgpack_unpacked_destroy (&body);
+    s_answer_queue (w->fake, i, 0);
+    qn_buf_t out = QN_BUF_INIT;
+    assert_int_equal (s_response (w->fake, &out), 400);
+    assert_non_null (strstr (out.data, "x-amzn-query-error: AWS.SimpleQueueService.NonExistentQueue;Sender"));
+    assert_non_null (strstr (out.data, "{\"__type\":\"com.amazonaws.sqs#QueueDoesNotExist\""));
+    qn_buf_free (&out);
+}
+
+static void
+test_create_queue_url (void **state)
+{
+    s_world_t *w = *state;
+    s_json_request (w->fake, 3, "CreateQueue", "{\"QueueName\":\"orders\"}");
+    msgpack_unpacked body;
+    int i = s_next_exec (w->fake, QN_SQL_SQS_CREATE, &body);
+    msgpack_unpacked_destroy (&body);
+    msgpack_sbuffer b;
+    msgpack_sbuffer_init (&b);
+    msgpack_packer pk;
+    msgpack_packer_init (&pk, &b, msgpack_sbuffer_write);
+    s_result_head (&pk, 1);
+    msgpack_pack_array (&pk, 2);
+    s_pack_str (&pk, "created");
+    msgpack_pack_int32 (&pk, 4);
+    assert_int_equal (qn_fake_answer (w->fake, (size_t) i, QN_MSG_PG_RESULT, b.data, b.size), 0);
+    msgpack_sbuffer_destroy (&b);
+    qn_buf_t out = QN_BUF_INIT;
+    assert_int_equal (s_response (w->fake, &out), 200);
+    assert_non_null (strstr (out.data, "{\"QueueUrl\":\"http://sqs.test:9324/000000000000/orders\"}"));
+    qn_buf_free (&out);
+}
+
+static void
+test_receive_parks_and_wakes (void **state)
+{
+    s_world_t *w = *state;
+    s_json_request (w->fake, 4, "ReceiveMessage",
+                    "{\"QueueUrl\":\"http://x/000000000000/q1\",\"WaitTimeSeconds\":5}");
+    msgpack_unpacked body;
+    int i = s_next_exec (w->fake, QN_SQL_SQS_QUEUE, &body);
+    msgpack_unpacked_destroy (&body);
+    s_answer_queue (w->fake, i, 1);
+    i = s_next_exec (w->fake, QN_SQL_SQS_RECEIVE, &body);
+    msgpack_unpacked_destroy (&body);
+    //  Empty: one row with only next_due (nil here).
+    msgpack_sbuffer b;
+    msgpack_sbuffer_init (&b);
+    msgpack_packer pk;
+    msgpack_packer_init (&pk, &b, msgpack_sbuffer_write);
+    s_result_head (&pk, 1);
+    msgpack_pack_array (&pk, 16);
+    for (int c = 0; c < 16; c++)
+        msgpack_pack_nil (&pk);
+    assert_int_equal (qn_fake_answer (w->fake, (size_t) i, QN_MSG_PG_RESULT, b.data, b.size), 0);
+    assert_int_equal (qn_fake_next (w->fake, QN_MSG_HTTP_RESPONSE), -1);     //  parked
+    //  A commit on q1 runs it again at once.
+    msgpack_sbuffer_clear (&b);
+    msgpack_pack_array (&pk, 2);
+    s_pack_str (&pk, "");
+    s_pack_str (&pk, "q1");
+    assert_true (qn_fake_publish (w->fake, "committed", QN_MSG_COMMITTED, b.data, b.size) > 0);
+    i = s_next_exec (w->fake, QN_SQL_SQS_RECEIVE, &body);
+    msgpack_unpacked_destroy (&body);
+    msgpack_sbuffer_clear (&b);
+    s_result_head (&pk, 1);
+    msgpack_pack_array (&pk, 16);
+    msgpack_pack_int64 (&pk, 7);                    //  partition id
+    s_pack_str (&pk, "_sqs-3");
+    msgpack_pack_int64 (&pk, 9);                    //  seq
+    msgpack_pack_int64 (&pk, 1764500000000000);     //  created
+    msgpack_pack_bin (&pk, 2);
+    msgpack_pack_bin_body (&pk, "hi", 2);
+    msgpack_pack_int32 (&pk, 1);                    //  receive count
+    msgpack_pack_int64 (&pk, 1764500001000000);     //  first receive
+    for (int c = 7; c < 16; c++)
+        msgpack_pack_nil (&pk);
+    assert_int_equal (qn_fake_answer (w->fake, (size_t) i, QN_MSG_PG_RESULT, b.data, b.size), 0);
+    msgpack_sbuffer_destroy (&b);
+    qn_buf_t out = QN_BUF_INIT;
+    assert_int_equal (s_response (w->fake, &out), 200);
+    assert_non_null (strstr (out.data, "\"Body\":\"hi\""));
+    assert_non_null (strstr (out.data, "\"MessageId\":\"00000001-0000-8000-8000-000000000009\""));
+    assert_non_null (strstr (out.data, "\"ReceiptHandle\":\""));
+    qn_buf_free (&out);
+}
+
+int
+main (void)
+{
+    const struct CMUnitTest tests [] = {
+        cmocka_unit_test_setup_teardown (test_send_message, s_setup, s_teardown),
+        cmocka_unit_test_setup_teardown (test_missing_queue, s_setup, s_teardown),
+        cmocka_unit_test_setup_teardown (test_create_queue_url, s_setup, s_teardown),
+        cmocka_unit_test_setup_teardown (test_receive_parks_and_wakes, s_setup, s_teardown),
+    };
+    return cmocka_run_group_tests (tests, NULL, NULL);
+}
