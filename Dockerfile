@@ -9,22 +9,24 @@ RUN apt-get update \
  && apt-get install -y --no-install-recommends \
         build-essential pkg-config libpq-dev libzmq3-dev libmsgpack-dev \
         libsodium-dev libssl-dev libcurl4-openssl-dev node-llhttp \
+        zlib1g-dev libsnappy-dev liblz4-dev libzstd-dev \
  && rm -rf /var/lib/apt/lists/*
 WORKDIR /src
 COPY . .
 # A separate BUILD dir, so objects from a host build tree are never reused
-RUN make -j"$(nproc)" BUILD=/out /out/queen /out/queen-proxy
+RUN make -j"$(nproc)" BUILD=/out /out/queen /out/queen-proxy /out/queenctl
 
 # ---------------------------------------------------------------- run
 FROM debian:bookworm-slim
 RUN apt-get update \
  && apt-get install -y --no-install-recommends \
         libpq5 libzmq5 libmsgpackc2 libsodium23 libssl3 libcurl4 ca-certificates \
+        zlib1g libsnappy1v5 liblz4-1 libzstd1 \
  && rm -rf /var/lib/apt/lists/* \
  && useradd -r -d /var/lib/queen -s /usr/sbin/nologin queen \
  && mkdir -p /var/lib/queen/spool \
  && chown -R queen:queen /var/lib/queen
-COPY --from=build /out/queen /out/queen-proxy /usr/local/bin/
+COPY --from=build /out/queen /out/queen-proxy /out/queenctl /usr/local/bin/
 USER queen
 WORKDIR /var/lib/queen
 ENV HOST=0.0.0.0 \
