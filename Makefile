@@ -8,7 +8,7 @@ LLHTTP   := /usr/share/llhttp
 CFLAGS_COMMON := -std=c11 -g -Wall -Wextra -Werror -D_GNU_SOURCE -pthread \
                  -I. -I/usr/share/include/llhttp -I$(shell pg_config --includedir 2>/dev/null || echo /usr/include/postgresql)
 CFLAGS   ?= -O2
-LDLIBS   := -lpq -lzmq -lmsgpackc -lsodium -lssl -lcrypto -lcurl -lm -pthread
+LDLIBS   := -lpq -lzmq -lmsgpackc -lsodium -lssl -lcrypto -lcurl -lsnappy -lzstd -lz -lm -pthread
 
 BUILD    ?= build
 ASAN_FLAGS := -O1 -fno-omit-frame-pointer -fsanitize=address,undefined -fno-sanitize-recover=undefined
@@ -38,7 +38,7 @@ CMD_BINS   := $(BUILD)/queen $(if $(wildcard cmd/queen-verify/main.c),$(BUILD)/q
 .DEFAULT_GOAL := all
 .SECONDARY:
 
-all: $(CMD_BINS)
+all: $(CMD_BINS) $(BUILD)/test/sink-files
 
 help:
 	@echo "make           build build/queen"
@@ -76,6 +76,11 @@ $(BUILD)/queen: $(BUILD)/obj/cmd/queen/main.o $(LIB_OBJ)
 VERIFY_OBJ := $(patsubst %.c,$(BUILD)/obj/%.o,$(sort $(wildcard cmd/queen-verify/*.c)))
 
 $(BUILD)/queen-verify: $(VERIFY_OBJ) $(LIB_OBJ)
+	$(CC) $(CFLAGS_COMMON) $(CFLAGS) -o $@ $^ $(LDLIBS)
+
+# sink: sample-file writer read back by DuckDB in test/integration/sink_files.test.mjs
+$(BUILD)/test/sink-files: $(BUILD)/obj/test/tools/sink_files.o $(LIB_OBJ)
+	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS_COMMON) $(CFLAGS) -o $@ $^ $(LDLIBS)
 
 $(BUILD)/test/%: $(BUILD)/obj/test/unit/%.o $(SUPPORT_OBJ) $(LIB_OBJ)
@@ -142,7 +147,7 @@ build-fuzz/llhttp.a: $(wildcard $(LLHTTP)/*.c)
 build-fuzz/fuzz_%: test/fuzz/fuzz_%.c $(FUZZ_SRC) build-fuzz/llhttp.a
 	@mkdir -p build-fuzz
 	clang $(FUZZ_FLAGS) -Wall -Wextra -Werror -o $@ $< $(FUZZ_SRC) build-fuzz/llhttp.a \
-	    -lmsgpackc -lsodium -lssl -lcrypto
+	    -lmsgpackc -lsodium -lssl -lcrypto -lsnappy -lzstd -lz
 
 fuzz: deps $(FUZZ_BINS)
 	@sh scripts/run-fuzz.sh $(FUZZ_SECONDS) $(FUZZ_NAMES)
