@@ -20,7 +20,7 @@
 enum { PT_BOOLEAN = 0, PT_INT32 = 1, PT_INT64 = 2, PT_DOUBLE = 5, PT_BYTE_ARRAY = 6 };
 enum { ENC_PLAIN = 0, ENC_RLE = 3, ENC_RLE_DICTIONARY = 8 };
 enum { PAGE_DATA = 0, PAGE_DICTIONARY = 2 };
-enum { CT_UTF8 = 0, CT_TIMESTAMP_MILLIS = 9, CT_INT_32 = 17, CT_INT_64 = 18, CT_JSON = 19 };
+enum { CT_UTF8 = 0, CT_TIMESTAMP_MILLIS = 9, CT_TIMESTAMP_MICROS = 10, CT_INT_32 = 17, CT_INT_64 = 18, CT_JSON = 19 };
 
 //  Thrift compact protocol type ids
 enum { TC_TRUE = 1, TC_FALSE = 2, TC_I32 = 5, TC_I64 = 6, TC_BINARY = 8,
@@ -312,7 +312,7 @@ qn_pq_writer_new (const qn_pq_options_t *options, qn_buf_t *out)
         return NULL;
     for (uint32_t i = 0; i < options->column_count; i++) {
         const qn_pq_column_t *c = &options->columns [i];
-        if (!c->name || !*c->name || c->type < QN_PQ_BOOLEAN || c->type > QN_PQ_TIMESTAMP_MS)
+        if (!c->name || !*c->name || c->type < QN_PQ_BOOLEAN || c->type > QN_PQ_TIMESTAMP_US)
             return NULL;
         for (uint32_t j = 0; j < i; j++)
             if (strcmp (options->columns [j].name, c->name) == 0)
@@ -337,6 +337,7 @@ qn_pq_writer_new (const qn_pq_options_t *options, qn_buf_t *out)
             case QN_PQ_BOOLEAN:      col->physical = PT_BOOLEAN; col->fixed_width = 1; break;
             case QN_PQ_INT32:        col->physical = PT_INT32; col->fixed_width = 4; break;
             case QN_PQ_INT64:
+            case QN_PQ_TIMESTAMP_US:
             case QN_PQ_TIMESTAMP_MS: col->physical = PT_INT64; col->fixed_width = 8; break;
             case QN_PQ_DOUBLE:       col->physical = PT_DOUBLE; col->fixed_width = 8; break;
             default:                 col->physical = PT_BYTE_ARRAY; col->fixed_width = 0; break;
@@ -435,7 +436,8 @@ int
 qn_pq_set_int64 (qn_pq_writer_t *self, uint32_t index, int64_t value)
 {
     col_t *col = s_col (self, index);
-    if (!col || (col->type != QN_PQ_INT64 && col->type != QN_PQ_TIMESTAMP_MS))
+    if (!col || (col->type != QN_PQ_INT64 && col->type != QN_PQ_TIMESTAMP_MS
+             && col->type != QN_PQ_TIMESTAMP_US))
         return -1;
     s_le64 (&col->vals, (uint64_t) value);
     s_mark (self, col, true);
@@ -890,12 +892,13 @@ s_write_schema_element (tw_t *tw, const col_t *col)
             s_tw_end (tw);
             break;
         case QN_PQ_TIMESTAMP_MS:
-            s_tw_i32 (tw, 6, CT_TIMESTAMP_MILLIS);
+        case QN_PQ_TIMESTAMP_US:
+            s_tw_i32 (tw, 6, col->type == QN_PQ_TIMESTAMP_MS ? CT_TIMESTAMP_MILLIS : CT_TIMESTAMP_MICROS);
             s_tw_struct (tw, 10);
             s_tw_struct (tw, 8);        //  LogicalType.TIMESTAMP
             s_tw_bool (tw, 1, true);    //  isAdjustedToUTC
             s_tw_struct (tw, 2);        //  unit
-            s_tw_struct (tw, 1);        //  MILLIS
+            s_tw_struct (tw, col->type == QN_PQ_TIMESTAMP_MS ? 1 : 2);   //  MILLIS / MICROS
             s_tw_end (tw);
             s_tw_end (tw);
             s_tw_end (tw);

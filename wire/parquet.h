@@ -2,7 +2,7 @@
     Writes a flat Parquet file (format version 1: data page v1, Thrift
     compact protocol footer) into a qn_buf_t. Columns are BOOLEAN, INT32,
     INT64, DOUBLE, STRING (UTF8 byte array), JSON (byte array with the JSON
-    logical type) or TIMESTAMP_MS (INT64, timestamp(millis, UTC)); each is
+    logical type) TIMESTAMP_MS or TIMESTAMP_US (INT64, timestamp(millis or micros, UTC)); each is
     REQUIRED or OPTIONAL (nulls through definition levels). Values are
     PLAIN or dictionary encoded (RLE_DICTIONARY, a PLAIN dictionary page),
     decided per column chunk from the data; pages are compressed
@@ -35,7 +35,8 @@ typedef enum {
     QN_PQ_DOUBLE,
     QN_PQ_STRING,
     QN_PQ_JSON,
-    QN_PQ_TIMESTAMP_MS
+    QN_PQ_TIMESTAMP_MS,
+    QN_PQ_TIMESTAMP_US
 } qn_pq_type_t;
 
 typedef enum {
@@ -81,7 +82,7 @@ void
 int qn_pq_set_null   (qn_pq_writer_t *self, uint32_t col);
 int qn_pq_set_bool   (qn_pq_writer_t *self, uint32_t col, bool value);
 int qn_pq_set_int32  (qn_pq_writer_t *self, uint32_t col, int32_t value);
-//  INT64 and TIMESTAMP_MS columns.
+//  INT64 and TIMESTAMP_MS / _US columns.
 int qn_pq_set_int64  (qn_pq_writer_t *self, uint32_t col, int64_t value);
 int qn_pq_set_double (qn_pq_writer_t *self, uint32_t col, double value);
 //  STRING and JSON columns (bytes are copied; not checked for UTF-8).

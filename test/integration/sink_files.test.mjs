@@ -122,3 +122,92 @@ test('parquet: the same rows give the same bytes, compressed files are smaller',
     assert.ok(size('snappy') < size('none'));
     assert.ok(size('zstd') < size('snappy'));
 });
+
+//  The lake of test/tools/sink_files.c: 300 messages r = 0..299, created at
+//  2025-12-01T18:58:00.000123Z + r s, queue "orders" for r < 150 and
+//  "a b" after, 1-minute windows in parts of at most 25 records.
+const LAKE = 300;
+const lakeGlob = (variant, ext) => `'${dir}/lake/${variant}/**/*.${ext}'`;
+
+function checkLake (got) {
+    assert.equal(got.length, LAKE);
+    for (let r = 0; r < LAKE; r++) {
+        const g = got[r];
+        const created = new Date(Date.UTC(2025, 11, 1, 18, 58, 0) + r * 1000);
+        assert.equal(g.message_id, `m-${String(r).padStart(5, '0')}`);
+        assert.equal(g.transaction_id, `t-${r}`);
+        assert.equal(g.partition, `p${r % 13}`);
+        assert.equal(g.created_at_us, String(BigInt(created.getTime()) * 1000n + 123n));
+        assert.equal(g.trace_id, r % 5 ? `0190f3c2-aaaa-7000-8000-${String(r).padStart(12, '0')}` : null);
+        assert.equal(g.queue, r < 150 ? 'orders' : 'a b');
+        assert.equal(g.dt, '2025-12-01');
+        assert.equal(Number(g.hour), created.getUTCHours());
+        assert.equal(Number(g.r), r);
+    }
+}
+
+for (const variant of ['parquet-snappy', 'parquet-zstd']) {
+    test(`lake ${variant}: DuckDB reads the Hive layout, every message once, field columns typed`, async () => {
+        const src = `read_parquet(${lakeGlob(variant, 'parquet')}, hive_partitioning = true)`;
+        const got = await rows(`SELECT message_id, transaction_id, partition, epoch_us(created_at) AS created_at_us,
+                trace_id, queue, dt::VARCHAR AS dt, hour, (payload->>'r')::INT AS r,
+                amount, user_id, n, ok, epoch_ms("at") AS at_ms, tags::VARCHAR AS tags
+                FROM ${src} ORDER BY message_id`);
+        checkLake(got);
+        for (let r = 0; r < LAKE; r++) {
+            const g = got[r];
+            if (r % 11 === 0) {
+                //  "amount" is a string there: null in a double column;
+                //  the other members are missing.
+                assert.deepEqual([g.amount, g.user_id, g.n, g.ok, g.at_ms, g.tags], [null, null, null, null, null, null]);
+                continue;
+            }
+            assert.equal(g.amount, r + 0.5);
+            assert.equal(g.user_id, `u${r % 7}`);
+            assert.equal(g.n, String(r));
+            assert.equal(g.ok, r % 2 === 0);
+            assert.equal(Number(g.at_ms), 1764615480000 + r);
+            assert.equal(g.tags, `[${r}]`);
+        }
+        //  One object per (queue, window, part): 25 records at most, parts
+        //  numbered from 0 without gaps.
+        const files = await rows(`SELECT filename AS f, count(*) AS c FROM
+                read_parquet(${lakeGlob(variant, 'parquet')}, filename = true) GROUP BY f ORDER BY f`);
+        assert.equal(files.length, 16);
+        for (const f of files)
+            assert.ok(Number(f.c) <= 25 && Number(f.c) > 0);
+        const names = files.map((f) => f.f.slice(f.f.indexOf('/lake/') + 6 + variant.length + 1)).sort();
+        assert.ok(names.includes('queue=orders/dt=2025-12-01/hour=18/part-20251201T185800Z-00002.parquet'));
+        assert.ok(names.includes('queue=a%20b/dt=2025-12-01/hour=19/part-20251201T190000Z-00001.parquet'));
+        assert.ok(!names.includes('queue=a%20b/dt=2025-12-01/hour=19/part-20251201T190000Z-00002.parquet'));
+    });
+}
+
+for (const [variant, ext] of [['jsonl', 'jsonl'], ['jsonl-gz', 'jsonl.gz']]) {
+    test(`lake ${variant}: DuckDB reads the Hive layout, every message once`, async () => {
+        const src = `read_json(${lakeGlob(variant, ext)}, hive_partitioning = true, format = 'newline_delimited',
+                columns = {message_id: 'VARCHAR', transaction_id: 'VARCHAR', partition: 'VARCHAR',
+                           created_at: 'TIMESTAMPTZ', trace_id: 'VARCHAR', payload: 'JSON'})`;
+        const got = await rows(`SELECT message_id, transaction_id, partition, epoch_us(created_at) AS created_at_us,
+                trace_id, queue, dt::VARCHAR AS dt, hour, (payload->>'r')::INT AS r FROM ${src} ORDER BY message_id`);
+        checkLake(got);
+    });
+}
+
+test('lake: gzipped JSONL and Parquet are smaller than plain JSONL', () => {
+    const total = (variant) => {
+        let n = 0;
+        const walk = (d) => {
+            for (const e of fs.readdirSync(d, { withFileTypes: true })) {
+                if (e.isDirectory())
+                    walk(path.join(d, e.name));
+                else
+                    n += fs.statSync(path.join(d, e.name)).size;
+            }
+        };
+        walk(path.join(dir, 'lake', variant));
+        return n;
+    };
+    assert.ok(total('jsonl-gz') < total('jsonl'));
+    assert.ok(total('parquet-zstd') < total('jsonl'));
+});
