@@ -38,7 +38,7 @@ CMD_BINS   := $(BUILD)/queen $(if $(wildcard cmd/queen-verify/main.c),$(BUILD)/q
 .DEFAULT_GOAL := all
 .SECONDARY:
 
-all: $(CMD_BINS) $(BUILD)/test/sink-files
+all: $(CMD_BINS) $(BUILD)/test/sink-files $(BUILD)/test/s3-tool
 
 help:
 	@echo "make           build build/queen"
@@ -80,6 +80,11 @@ $(BUILD)/queen-verify: $(VERIFY_OBJ) $(LIB_OBJ)
 
 # sink: sample-file writer read back by DuckDB in test/integration/sink_files.test.mjs
 $(BUILD)/test/sink-files: $(BUILD)/obj/test/tools/sink_files.o $(LIB_OBJ)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS_COMMON) $(CFLAGS) -o $@ $^ $(LDLIBS)
+
+# sink: the S3 client from the command line, for test/integration/sink_s3.test.mjs
+$(BUILD)/test/s3-tool: $(BUILD)/obj/test/tools/s3_tool.o $(LIB_OBJ)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS_COMMON) $(CFLAGS) -o $@ $^ $(LDLIBS)
 
