@@ -32,7 +32,7 @@ FAKE_UNIT_SRC := $(shell grep -l '"test/support/fake_kernel.h"' $(UNIT_SRC) /dev
 FAKE_UNIT_BIN := $(FAKE_UNIT_SRC:test/unit/%.c=$(BUILD)/test/%)
 KERNEL_RUNTIME_OBJ := $(filter-out %/config.o %/envelope.o %/schema.o %/errors.o,$(KERNEL_SRC:%.c=$(BUILD)/obj/%.o)) \
                       $(BUILD)/obj/base/clock.o
-CMD_BINS   := $(BUILD)/queen $(if $(wildcard cmd/queen-verify/main.c),$(BUILD)/queen-verify)
+CMD_BINS   := $(BUILD)/queen $(if $(wildcard cmd/queen-verify/main.c),$(BUILD)/queen-verify) $(BUILD)/queen-sink
 
 .PHONY: all deps run test unit integration integration-asan asan check-asan bench clean help fuzz
 .DEFAULT_GOAL := all
@@ -86,6 +86,10 @@ $(BUILD)/test/sink-files: $(BUILD)/obj/test/tools/sink_files.o $(LIB_OBJ)
 # sink: the S3 client from the command line, for test/integration/sink_s3.test.mjs
 $(BUILD)/test/s3-tool: $(BUILD)/obj/test/tools/s3_tool.o $(LIB_OBJ)
 	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS_COMMON) $(CFLAGS) -o $@ $^ $(LDLIBS)
+
+# queen-sink: the same kernel and actors, its own main (docs/sink.md)
+$(BUILD)/queen-sink: $(BUILD)/obj/cmd/queen-sink/main.o $(LIB_OBJ)
 	$(CC) $(CFLAGS_COMMON) $(CFLAGS) -o $@ $^ $(LDLIBS)
 
 $(BUILD)/test/%: $(BUILD)/obj/test/unit/%.o $(SUPPORT_OBJ) $(LIB_OBJ)
