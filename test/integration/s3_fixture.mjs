@@ -8,6 +8,8 @@
 //      access key id),
 //    - can answer 503 to the next N requests (failNext(n)),
 //    - can go down (connections reset) and come back (down(), up()),
+//    - runs a hook on each request (setHook: a test kills the sink at an
+//      exact request, or drops it),
 //    - counts requests by method.
 //  Returns { endpoint (the proxy), direct (s3rver), bucket, dir, env, stats,
 //  failNext, down, up, listKeys, getObject, stop }.
@@ -71,6 +73,7 @@ export async function startBucket ({ bucket = 'lake', tmp } = {}) {
     const stats = { requests: 0, byMethod: {}, badSignatures: 0, failed503: 0, refused: 0 };
     let fail = 0;
     let isDown = false;
+    let hook = null;        //  (method, url) => 'drop' | undefined, before forwarding
     const proxy = http.createServer((req, res) => {
         const chunks = [];
         req.on('data', (c) => chunks.push(c));
@@ -88,6 +91,10 @@ export async function startBucket ({ bucket = 'lake', tmp } = {}) {
                 stats.failed503++;
                 res.writeHead(503, { 'content-type': 'application/xml' });
                 res.end('<Error><Code>SlowDown</Code><Message>test fault</Message></Error>');
+                return;
+            }
+            if (hook && hook(req.method, req.url) === 'drop') {
+                req.socket.destroy();
                 return;
             }
             let want = null;
@@ -133,6 +140,9 @@ export async function startBucket ({ bucket = 'lake', tmp } = {}) {
         env: { S3_ENDPOINT: endpoint, S3_BUCKET: bucket, S3_REGION: 'us-east-1',
                S3_ACCESS_KEY_ID: ACCESS_KEY, S3_SECRET_ACCESS_KEY: SECRET_KEY, S3_PATH_STYLE: '1' },
         failNext (n) { fail = n; },
+        //  fn(method, url) runs for each request before it is forwarded;
+        //  returning 'drop' resets the connection instead. null removes it.
+        setHook (fn) { hook = fn; },
         down () {
             isDown = true;
             for (const s of sockets)

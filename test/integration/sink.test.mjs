@@ -183,3 +183,161 @@ test('messages over many partitions land once per window; DuckDB finds each exac
     assert.equal(await stopSink(sink), 0, sink.logs());
     assert.equal(s3.stats.badSignatures, badBefore);
 });
+
+test('SIGKILLed before a PUT, after a PUT before the commit, mid-multipart, restarted: still exactly once', async () => {
+    const queue = 'crashy';
+    const prefix = 'crash';
+    //  Messages over several windows: five pushes a second apart.
+    let pushed = 0;
+    for (let round = 0; round < 5; round++) {
+        await push(queue, 400, 25, pushed);
+        pushed += 400;
+        await sleep(1000);
+    }
+    //  Every object of more than 4 KiB goes up in 4 KiB parts.
+    const env = { SINK_QUEUES: queue, S3_PREFIX: prefix, SINK_MULTIPART_BYTES: '4096', SINK_FORMAT: 'parquet',
+                  SINK_COMPRESSION: 'snappy' };
+    const points = [
+        //  Before the first PUT of an object: the request never arrives.
+        { name: 'before PUT', match: (m, u) => m === 'PUT' || (m === 'POST' && u.includes('uploads')), drop: true },
+        //  After the object is complete, at its verification (HEAD), before the commit.
+        { name: 'after PUT before commit', match: (m) => m === 'HEAD', drop: false },
+        //  Mid-multipart: at the second part.
+        { name: 'mid-multipart', match: (m, u) => m === 'PUT' && u.includes('partNumber=2'), drop: true },
+    ];
+    const etagsAtKill = new Map();
+    let kills = 0;
+    for (let i = 0; i < 9; i++) {
+        const point = points[i % points.length];
+        let sink = null;
+        let fired = false;
+        let pendingKey = null;
+        s3.setHook((method, url) => {
+            if (fired || !sink || !point.match(method, url))
+                return undefined;
+            fired = true;
+            sink.proc.kill('SIGKILL');
+            if (method === 'HEAD')
+                pendingKey = decodeURIComponent(url.split('?')[0].replace(/^\/lake\//, ''));
+            return point.drop ? 'drop' : undefined;
+        });
+        sink = await startSink(env);
+        const ended = await Promise.race([sink.exited, sleep(20000).then(() => 'running')]);
+        s3.setHook(null);
+        if (ended === 'running') {
+            //  Nothing left to write at this point of the run.
+            await stopSink(sink);
+            break;
+        }
+        kills++;
+        if (pendingKey) {
+            //  The object written just before the kill: its ETag now.
+            const keys = await s3.listKeys(pendingKey);
+            if (keys.includes(pendingKey))
+                etagsAtKill.set(pendingKey, (await s3.getObject(pendingKey)).toString('base64'));
+        }
+    }
+    assert.ok(kills >= 3, `the sink was killed ${kills} times`);
+    //  A last run without faults finishes the job.
+    const sink = await startSink(env);
+    await waitFor(async () => {
+        const m = await (await fetch(`${sink.url}/metrics`)).text();
+        const left = await fetch(`${broker.url}/api/v1/pop/queue/${queue}?consumerGroup=queen-sink&wait=false&batch=1`);
+        return left.status === 204 && /queen_sink_staged_windows\{queue="crashy"\} 0/.test(m);
+    }, 60000, 250);
+    assert.equal(await stopSink(sink), 0, sink.logs());
+    const dir = await download(`${prefix}/`);
+    await checkExactlyOnce(dir, queue, pushed);
+    //  No duplicate objects: per window the parts are 0..k-1, and no file
+    //  holds a message another file holds (checked above by count = distinct).
+    const keys = await s3.listKeys(`${prefix}/`);
+    const byWindow = new Map();
+    for (const k of keys) {
+        const m = /part-(\d{8}T\d{6}Z)-(\d{5})\.parquet$/.exec(k);
+        assert.ok(m, k);
+        byWindow.set(m[1], [...(byWindow.get(m[1]) || []), Number(m[2])]);
+    }
+    for (const [w, parts] of byWindow)
+        assert.deepEqual(parts.sort((a, b) => a - b), parts.map((_, i) => i), `window ${w}`);
+    //  An object written before a kill and rewritten after has the same bytes.
+    for (const [key, bytes] of etagsAtKill)
+        assert.equal((await s3.getObject(key)).toString('base64'), bytes, key);
+    //  Every object is a whole Parquet file (DuckDB read them all above).
+    for (const k of keys) {
+        const b = fs.readFileSync(path.join(dir, k));
+        assert.equal(b.subarray(0, 4).toString(), 'PAR1', k);
+        assert.equal(b.subarray(b.length - 4).toString(), 'PAR1', k);
+    }
+});
+
+test('the bucket unavailable for a while: the sink waits, reports failing, resumes; nothing lost', async () => {
+    const queue = 'outage';
+    const sink = await startSink({ SINK_QUEUES: queue, S3_PREFIX: 'outage', SINK_FORMAT: 'jsonl' });
+    s3.down();
+    await push(queue, 500, 10);
+    await sleep(1000);
+    await push(queue, 500, 10, 500);
+    //  Windows are due, the bucket refuses: health says failing.
+    await waitFor(async () => (await fetch(`${sink.url}/health`)).status === 503, 20000, 200);
+    assert.ok(s3.stats.refused > 0);
+    s3.up();
+    await waitFor(async () => {
+        const m = await (await fetch(`${sink.url}/metrics`)).text();
+        return /queen_sink_messages_staged \d+/.test(m) && /queen_sink_staged_windows\{queue="outage"\} 0/.test(m)
+            && (await fetch(`${sink.url}/health`)).status === 200;
+    }, 60000, 200);
+    assert.equal(await stopSink(sink), 0, sink.logs());
+    const dir = await download('outage/');
+    await checkExactlyOnce(dir, queue, 1000, 'jsonl.gz');
+    for (const k of await s3.listKeys('outage/'))
+        assert.match(k, /^outage\/queue=outage\/dt=[\d-]+\/hour=\d\d\/part-\d{8}T\d{6}Z-00000\.jsonl\.gz$/);
+});
+
+test('a message for a window already committed goes under late/ (SINK_LATE=prefix)', async () => {
+    const queue = 'latecomers';
+    const sink = await startSink({ SINK_QUEUES: queue, S3_PREFIX: 'lt', SINK_LATE: 'prefix' });
+    //  Created now, claimable in 4 s: its window is committed by then.
+    await pushItems(broker.url, [{ queue, partition: 'slow', transactionId: 'late-1', payload: { n: 0 }, delayMs: 4000 }]);
+    for (let i = 1; i <= 6; i++) {
+        await pushItems(broker.url, [{ queue, partition: 'fast', transactionId: `on-time-${i}`, payload: { n: i } }]);
+        await sleep(1000);
+    }
+    await waitFor(async () => {
+        const m = await (await fetch(`${sink.url}/metrics`)).text();
+        return /queen_sink_late_messages 1/.test(m) && /queen_sink_staged_windows\{queue="latecomers"\} 0/.test(m);
+    }, 30000, 200);
+    assert.equal(await stopSink(sink), 0, sink.logs());
+    const late = await s3.listKeys('lt/late/');
+    assert.equal(late.length, 1);
+    assert.match(late[0], /^lt\/late\/queue=latecomers\/dt=/);
+    const dir = await download('lt/');
+    const got = await rows(`SELECT transaction_id AS t FROM read_parquet('${dir}/lt/late/**/*.parquet')`);
+    assert.deepEqual(got.map((r) => r.t), ['late-1']);
+    await checkExactlyOnce(dir, queue, 7);
+});
+
+test('a 100,000-partition queue gives one object per window', async () => {
+    const queue = 'wide';
+    const total = 100000;
+    for (let i = 0; i < total; i += 5000) {
+        const items = [];
+        for (let j = i; j < i + 5000; j++)
+            items.push({ queue, partition: `p${j}`, transactionId: `w-${j}`, payload: { n: j } });
+        await pushItems(broker.url, items, { timeoutMs: 120000 });
+    }
+    const sink = await startSink({ SINK_QUEUES: queue, S3_PREFIX: 'wide', SINK_WINDOW: '10s', SINK_LATENESS_MS: '1000',
+                                   SINK_BATCH: '5000', SINK_PARTITIONS: '1000' });
+    await waitFor(async () => {
+        const m = await (await fetch(`${sink.url}/metrics`)).text();
+        const staged = /queen_sink_messages_staged (\d+)/.exec(m);
+        return staged && Number(staged[1]) === total && /queen_sink_staged_windows\{queue="wide"\} 0/.test(m);
+    }, 240000, 500);
+    assert.equal(await stopSink(sink), 0, sink.logs());
+    const dir = await download('wide/');
+    await checkExactlyOnce(dir, queue, total);
+    const [r] = await rows(`SELECT count(DISTINCT filename) AS files, count(DISTINCT time_bucket(INTERVAL 10 SECOND, created_at)) AS windows,
+            count(DISTINCT partition) AS parts FROM read_parquet('${dir}/**/*.parquet', filename = true)`);
+    assert.equal(Number(r.parts), total);
+    assert.equal(Number(r.files), Number(r.windows));
+    assert.ok(Number(r.files) <= 30, `${r.files} objects`);
+});
