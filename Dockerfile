@@ -9,22 +9,26 @@ RUN apt-get update \
  && apt-get install -y --no-install-recommends \
         build-essential pkg-config libpq-dev libzmq3-dev libmsgpack-dev \
         libsodium-dev libssl-dev libcurl4-openssl-dev node-llhttp \
+        libsnappy-dev libzstd-dev zlib1g-dev \
  && rm -rf /var/lib/apt/lists/*
 WORKDIR /src
 COPY . .
 # A separate BUILD dir, so objects from a host build tree are never reused
-RUN make -j"$(nproc)" BUILD=/out /out/queen
+RUN make -j"$(nproc)" BUILD=/out /out/queen /out/queen-sink
 
 # ---------------------------------------------------------------- run
 FROM debian:bookworm-slim
 RUN apt-get update \
  && apt-get install -y --no-install-recommends \
         libpq5 libzmq5 libmsgpackc2 libsodium23 libssl3 libcurl4 ca-certificates \
+        libsnappy1v5 libzstd1 zlib1g \
  && rm -rf /var/lib/apt/lists/* \
  && useradd -r -d /var/lib/queen -s /usr/sbin/nologin queen \
  && mkdir -p /var/lib/queen/spool \
  && chown -R queen:queen /var/lib/queen
 COPY --from=build /out/queen /usr/local/bin/queen
+# queen-sink (docs/sink.md): the same image, entrypoint /usr/local/bin/queen-sink
+COPY --from=build /out/queen-sink /usr/local/bin/queen-sink
 USER queen
 WORKDIR /var/lib/queen
 ENV HOST=0.0.0.0 \

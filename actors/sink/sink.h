@@ -14,9 +14,10 @@
 int qn_sink_check_config (const qn_config_t *config, char *err, size_t err_cap);
 
 //  Checks the bucket (endpoint, bucket, credentials: a one-key listing)
-//  and that the broker answers GET /health, retrying the broker for
-//  SINK_START_TIMEOUT_MS. 0, or -1 with a one-line reason in err.
-int qn_sink_check_remote (const qn_config_t *config, char *err, size_t err_cap);
+//  and, with check_broker, that the broker answers GET /health, retrying
+//  the broker for SINK_START_TIMEOUT_MS. 0, or -1 with a one-line reason
+//  in err. curl_global_init must have run.
+int qn_sink_check_remote (const qn_config_t *config, bool check_broker, char *err, size_t err_cap);
 
 //  The sink actor ("sink"). The config must have passed
 //  qn_sink_check_config.

@@ -39,7 +39,7 @@ main (int argc, char **argv)
     }
     qn_log_set_level_name (config.log_level);
     curl_global_init (CURL_GLOBAL_DEFAULT);
-    if (qn_sink_check_remote (&config, err, sizeof err)) {
+    if (qn_sink_check_remote (&config, true, err, sizeof err)) {
         fprintf (stderr, "queen-sink: cannot start: %s\n", err);
         qn_config_free (&config);
         curl_global_cleanup ();

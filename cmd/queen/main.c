@@ -4,6 +4,7 @@
     failure, port taken), 2 for bad configuration.
 */
 #include "actors/actors.h"
+#include "actors/sink/sink.h"
 #include "kernel/schema.h"
 
 #include <libpq-fe.h>
@@ -105,6 +106,18 @@ main (int argc, char **argv)
         return 2;
     }
     qn_log_set_level_name (config.log_level);
+    //  sink: SINK_IN_BROKER runs the sink actor in this process (its
+    //  settings are checked now; the bucket once the broker is up).
+    if (config.sink_in_broker && qn_sink_check_config (&config, err, sizeof err)) {
+        fprintf (stderr, "queen: bad configuration: %s\n", err);
+        qn_config_free (&config);
+        return 2;
+    }
+    if (config.sink_in_broker && qn_sink_check_remote (&config, false, err, sizeof err)) {
+        fprintf (stderr, "queen: cannot start the sink: %s\n", err);
+        qn_config_free (&config);
+        return 1;
+    }
     //  Every client is a file descriptor: take all the kernel allows.
     struct rlimit nofile;
     if (getrlimit (RLIMIT_NOFILE, &nofile) == 0 && nofile.rlim_cur < nofile.rlim_max) {
@@ -125,6 +138,9 @@ main (int argc, char **argv)
            && qn_pg_writer_new (kernel, &config, "pg_reader", (uint32_t) config.db_read_pool_size);
     for (size_t i = 0; ok && i < sizeof s_actors / sizeof s_actors [0]; i++)
         ok = s_actors [i] (kernel, &config) != NULL;
+    //  sink: started after the front door, as a client of it (QUEEN_URL).
+    if (ok && config.sink_in_broker)
+        ok = qn_sink_new (kernel, &config) != NULL;
     int rc = 1;
     if (ok) {
         qn_info ("ready");

@@ -319,12 +319,14 @@ test('a message for a window already committed goes under late/ (SINK_LATE=prefi
 test('a 100,000-partition queue gives one object per window', async () => {
     const queue = 'wide';
     const total = 100000;
+    const t0 = Date.now();
     for (let i = 0; i < total; i += 5000) {
         const items = [];
         for (let j = i; j < i + 5000; j++)
             items.push({ queue, partition: `p${j}`, transactionId: `w-${j}`, payload: { n: j } });
         await pushItems(broker.url, items, { timeoutMs: 120000 });
     }
+    console.log(`wide: pushed at +${Date.now() - t0} ms`);
     const sink = await startSink({ SINK_QUEUES: queue, S3_PREFIX: 'wide', SINK_WINDOW: '10s', SINK_LATENESS_MS: '1000',
                                    SINK_BATCH: '5000', SINK_PARTITIONS: '1000' });
     await waitFor(async () => {
@@ -332,6 +334,7 @@ test('a 100,000-partition queue gives one object per window', async () => {
         const staged = /queen_sink_messages_staged (\d+)/.exec(m);
         return staged && Number(staged[1]) === total && /queen_sink_staged_windows\{queue="wide"\} 0/.test(m);
     }, 240000, 500);
+    console.log(`wide: sunk at +${Date.now() - t0} ms`);
     assert.equal(await stopSink(sink), 0, sink.logs());
     const dir = await download('wide/');
     await checkExactlyOnce(dir, queue, total);
@@ -340,4 +343,40 @@ test('a 100,000-partition queue gives one object per window', async () => {
     assert.equal(Number(r.parts), total);
     assert.equal(Number(r.files), Number(r.windows));
     assert.ok(Number(r.files) <= 30, `${r.files} objects`);
+});
+
+test('SINK_IN_BROKER: the same sink actor inside the broker process', async () => {
+    const queue = 'inside';
+    const port = await freePort();
+    const inner = await startBroker({ port, env: { ...s3.env, SINK_IN_BROKER: 'true', SINK_QUEUES: queue,
+        QUEEN_URL: `http://127.0.0.1:${port}`, S3_PREFIX: 'inside', SINK_WINDOW: '2s', SINK_LATENESS_MS: '500',
+        SINK_WAIT_MS: '300', SINK_FORMAT: 'jsonl', SINK_COMPRESSION: 'none' } });
+    try {
+        await warmUp(inner.url);
+        for (let i = 0; i < 300; i += 100) {
+            const items = [];
+            for (let j = i; j < i + 100; j++)
+                items.push({ queue, partition: `p${j % 7}`, transactionId: `in-${j}`, payload: { n: j } });
+            await pushItems(inner.url, items);
+        }
+        await waitFor(async () => {
+            const dir = await download('inside/');
+            const files = fs.readdirSync(dir, { recursive: true }).filter((f) => f.endsWith('.jsonl'));
+            let lines = 0;
+            for (const f of files)
+                lines += fs.readFileSync(path.join(dir, f), 'utf8').split('\n').filter(Boolean).length;
+            return lines === 300;
+        }, 30000, 500);
+        const dir = await download('inside/');
+        await checkExactlyOnce(dir, queue, 300, 'jsonl');
+        const prom = await (await fetch(`${inner.url}/metrics/prometheus`)).text();
+        assert.match(prom, /queen_sink_messages_staged 300/);
+    } finally {
+        assert.equal(await inner.stop(), 0, inner.logs());
+    }
+    //  A bad setting stops the broker at start with the reason.
+    const bad = await startBroker({ env: { ...s3.env, SINK_IN_BROKER: 'true', SINK_QUEUES: queue, SINK_LATE: 'never' },
+                                    expectHealthy: false, timeoutMs: 3000 }).catch((e) => e);
+    assert.ok(bad instanceof Error);
+    assert.match(bad.message, /SINK_LATE: expected next or prefix/);
 });
