@@ -319,14 +319,12 @@ test('a message for a window already committed goes under late/ (SINK_LATE=prefi
 test('a 100,000-partition queue gives one object per window', async () => {
     const queue = 'wide';
     const total = 100000;
-    const t0 = Date.now();
     for (let i = 0; i < total; i += 5000) {
         const items = [];
         for (let j = i; j < i + 5000; j++)
             items.push({ queue, partition: `p${j}`, transactionId: `w-${j}`, payload: { n: j } });
         await pushItems(broker.url, items, { timeoutMs: 120000 });
     }
-    console.log(`wide: pushed at +${Date.now() - t0} ms`);
     const sink = await startSink({ SINK_QUEUES: queue, S3_PREFIX: 'wide', SINK_WINDOW: '10s', SINK_LATENESS_MS: '1000',
                                    SINK_BATCH: '5000', SINK_PARTITIONS: '1000' });
     await waitFor(async () => {
@@ -334,7 +332,6 @@ test('a 100,000-partition queue gives one object per window', async () => {
         const staged = /queen_sink_messages_staged (\d+)/.exec(m);
         return staged && Number(staged[1]) === total && /queen_sink_staged_windows\{queue="wide"\} 0/.test(m);
     }, 240000, 500);
-    console.log(`wide: sunk at +${Date.now() - t0} ms`);
     assert.equal(await stopSink(sink), 0, sink.logs());
     const dir = await download('wide/');
     await checkExactlyOnce(dir, queue, total);

@@ -4,7 +4,8 @@
     S3_ACCESS_KEY_ID, S3_SECRET_ACCESS_KEY, S3_PATH_STYLE (1/0),
     S3_RETRIES (default 0), S3_BACKOFF_MS.
     Usage: s3-tool check | put KEY FILE | get KEY FILE | head KEY |
-           delete KEY | list PREFIX | mpu KEY FILE PART_BYTES | mpu-abort KEY
+           delete KEY | list PREFIX | mpu KEY FILE PART_BYTES | mpu-abort KEY |
+           put-many PREFIX N FILE
     Prints one line of results on stdout ("status=200 etag=... length=...
     attempts=N"); exits 0 on success, 1 when S3 said no (the error on
     stderr), 2 on bad usage.
@@ -78,6 +79,20 @@ main (int argc, char **argv)
             fprintf (stderr, "s3-tool: etag %s, expected %s\n", res.etag, etag);
             rc = 1;
         }
+    }
+    else
+    if (strcmp (cmd, "put-many") == 0 && argc == 5 && s_read_file (argv [4], &data) == 0) {
+        //  put-many PREFIX N FILE: N objects PREFIX00000, PREFIX00001, ...
+        int n = atoi (argv [3]);
+        rc = 0;
+        for (int i = 0; i < n && rc == 0; i++) {
+            char key [1024];
+            snprintf (key, sizeof key, "%s%05d", argv [2], i);
+            if (qn_s3_put (s3, key, data.data, data.len, NULL, &res) != 0)
+                rc = s_report (-1, &res);
+        }
+        if (rc == 0)
+            printf ("put %d\n", n);
     }
     else
     if (strcmp (cmd, "get") == 0 && argc == 4) {
