@@ -316,6 +316,36 @@ test('a message for a window already committed goes under late/ (SINK_LATE=prefi
     await checkExactlyOnce(dir, queue, 7);
 });
 
+test('two queues in one sink; a late message goes into the next window\'s object (SINK_LATE=next)', async () => {
+    const sink = await startSink({ SINK_QUEUES: 'left, right', S3_PREFIX: 'two' });
+    //  Created now, claimable in 4 s: its own window is committed by then.
+    await pushItems(broker.url, [{ queue: 'left', partition: 'slow', transactionId: 'late-1', payload: { n: 0 }, delayMs: 4000 }]);
+    for (let i = 1; i <= 6; i++) {
+        await pushItems(broker.url, [
+            { queue: 'left', partition: 'fast', transactionId: `l-${i}`, payload: { n: i } },
+            { queue: 'right', partition: `r${i % 2}`, transactionId: `r-${i}`, payload: { n: i - 1 } },
+        ]);
+        await sleep(1000);
+    }
+    await waitFor(async () => {
+        const m = await (await fetch(`${sink.url}/metrics`)).text();
+        return /queen_sink_late_messages 1/.test(m) && /queen_sink_messages_staged 13/.test(m)
+            && /queen_sink_staged_windows\{queue="left"\} 0/.test(m) && /queen_sink_staged_windows\{queue="right"\} 0/.test(m);
+    }, 30000, 200);
+    assert.equal(await stopSink(sink), 0, sink.logs());
+    assert.deepEqual(await s3.listKeys('two/late/'), []);
+    const dir = await download('two/');
+    await checkExactlyOnce(dir, 'left', 7);
+    await checkExactlyOnce(dir, 'right', 6);
+    //  The late message sits in an object of a window after its own.
+    const [r] = await rows(`SELECT filename AS f, epoch_ms(created_at) AS c FROM
+            read_parquet('${dir}/**/*.parquet', filename = true) WHERE transaction_id = 'late-1'`);
+    const label = /part-(\d{4})(\d\d)(\d\d)T(\d\d)(\d\d)(\d\d)Z-/.exec(r.f);
+    const objectWindow = Date.UTC(+label[1], +label[2] - 1, +label[3], +label[4], +label[5], +label[6]);
+    const ownWindow = Math.floor(Number(r.c) / 2000) * 2000;
+    assert.ok(objectWindow > ownWindow, `${r.f}: own window ${ownWindow}`);
+});
+
 test('a 100,000-partition queue gives one object per window', async () => {
     const queue = 'wide';
     const total = 100000;
