@@ -14,7 +14,7 @@ RUN apt-get update \
 WORKDIR /src
 COPY . .
 # A separate BUILD dir, so objects from a host build tree are never reused
-RUN make -j"$(nproc)" BUILD=/out /out/queen /out/queen-sink
+RUN make -j"$(nproc)" BUILD=/out /out/queen /out/queen-proxy /out/queen-sink
 
 # ---------------------------------------------------------------- run
 FROM debian:bookworm-slim
@@ -26,7 +26,7 @@ RUN apt-get update \
  && useradd -r -d /var/lib/queen -s /usr/sbin/nologin queen \
  && mkdir -p /var/lib/queen/spool \
  && chown -R queen:queen /var/lib/queen
-COPY --from=build /out/queen /usr/local/bin/queen
+COPY --from=build /out/queen /out/queen-proxy /usr/local/bin/
 # queen-sink (docs/sink.md): the same image, entrypoint /usr/local/bin/queen-sink
 COPY --from=build /out/queen-sink /usr/local/bin/queen-sink
 USER queen

@@ -32,9 +32,18 @@ FAKE_UNIT_SRC := $(shell grep -l '"test/support/fake_kernel.h"' $(UNIT_SRC) /dev
 FAKE_UNIT_BIN := $(FAKE_UNIT_SRC:test/unit/%.c=$(BUILD)/test/%)
 KERNEL_RUNTIME_OBJ := $(filter-out %/config.o %/envelope.o %/schema.o %/errors.o,$(KERNEL_SRC:%.c=$(BUILD)/obj/%.o)) \
                       $(BUILD)/obj/base/clock.o
-CMD_BINS   := $(BUILD)/queen $(if $(wildcard cmd/queen-verify/main.c),$(BUILD)/queen-verify) $(BUILD)/queen-sink
+CMD_BINS   := $(BUILD)/queen $(if $(wildcard cmd/queen-verify/main.c),$(BUILD)/queen-verify) \
+              $(BUILD)/queen-proxy $(BUILD)/queen-sink
+# libqueen (issue 18, opscli): the C client library, queenctl on it, and the
+# C test programs test/integration/libqueen.test.mjs runs against a broker.
+CLIENT_SRC := $(sort $(wildcard client/*.c)) base/buf.c wire/json_parse.c wire/json_write.c
+CLIENT_LIBS := -lcurl -lm -pthread
+CLIENT_TEST_BINS := $(patsubst test/client/%.c,$(BUILD)/test-client/%,$(sort $(wildcard test/client/test_*.c)))
+CMD_BINS   += $(BUILD)/libqueen-client.a $(BUILD)/libqueen-client.so $(CLIENT_TEST_BINS) \
+              $(BUILD)/test-client/test_libqueen_so \
+              $(if $(wildcard cmd/queenctl/main.c),$(BUILD)/queenctl)
 
-.PHONY: all deps run test unit integration integration-asan asan check-asan bench clean help fuzz
+.PHONY: all deps run test unit integration integration-asan asan check-asan bench clean help fuzz compose-test
 .DEFAULT_GOAL := all
 .SECONDARY:
 
@@ -45,6 +54,7 @@ help:
 	@echo "make run       install what is missing, build, start the broker on :6632"
 	@echo "make test      install, build, run unit + integration tests (also under ASan/UBSan)"
 	@echo "make bench     benchmarks (see docs/benchmarks.md)"
+	@echo "make compose-test  the cell of compose.yaml in containers (see docs/deploy.md)"
 
 # ---------------------------------------------------------------- deps
 deps:
@@ -73,9 +83,24 @@ $(BUILD)/obj/schema_sql.o: $(BUILD)/schema_sql.c
 $(BUILD)/queen: $(BUILD)/obj/cmd/queen/main.o $(LIB_OBJ)
 	$(CC) $(CFLAGS_COMMON) $(CFLAGS) -o $@ $^ $(LDLIBS)
 
+# queen-proxy (docs/tenancy.md): its own schema (schema/proxy/) embedded.
+PROXY_SQL  := $(sort $(wildcard schema/proxy/*.sql))
+PROXY_OBJ  := $(patsubst %.c,$(BUILD)/obj/%.o,$(sort $(wildcard cmd/queen-proxy/*.c))) $(BUILD)/obj/proxy_sql.o
+
+$(BUILD)/proxy_sql.c: $(PROXY_SQL) scripts/embed-proxy-sql.sh
+	@mkdir -p $(dir $@)
+	sh scripts/embed-proxy-sql.sh $@ $(PROXY_SQL)
+
+$(BUILD)/obj/proxy_sql.o: $(BUILD)/proxy_sql.c
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS_COMMON) $(CFLAGS) -c $< -o $@
+
+$(BUILD)/queen-proxy: $(PROXY_OBJ) $(LIB_OBJ)
+	$(CC) $(CFLAGS_COMMON) $(CFLAGS) -o $@ $^ $(LDLIBS)
+
 VERIFY_OBJ := $(patsubst %.c,$(BUILD)/obj/%.o,$(sort $(wildcard cmd/queen-verify/*.c)))
 
-$(BUILD)/queen-verify: $(VERIFY_OBJ) $(LIB_OBJ)
+$(BUILD)/queen-verify: $(VERIFY_OBJ) $(LIB_OBJ) $(BUILD)/libqueen-client.a
 	$(CC) $(CFLAGS_COMMON) $(CFLAGS) -o $@ $^ $(LDLIBS)
 
 # sink: sample-file writer read back by DuckDB in test/integration/sink_files.test.mjs
@@ -92,6 +117,31 @@ $(BUILD)/test/s3-tool: $(BUILD)/obj/test/tools/s3_tool.o $(LIB_OBJ)
 $(BUILD)/queen-sink: $(BUILD)/obj/cmd/queen-sink/main.o $(LIB_OBJ)
 	$(CC) $(CFLAGS_COMMON) $(CFLAGS) -o $@ $^ $(LDLIBS)
 
+$(BUILD)/libqueen-client.a: $(CLIENT_SRC:%.c=$(BUILD)/obj/%.o)
+	@rm -f $@
+	ar rcs $@ $^
+
+$(BUILD)/pic/%.o: %.c
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS_COMMON) $(CFLAGS) -fPIC -MMD -MP -c $< -o $@
+
+$(BUILD)/libqueen-client.so: $(CLIENT_SRC:%.c=$(BUILD)/pic/%.o)
+	$(CC) $(CFLAGS_COMMON) $(CFLAGS) -shared -Wl,-soname,libqueen-client.so -o $@ $^ $(CLIENT_LIBS)
+
+$(BUILD)/test-client/%: $(BUILD)/obj/test/client/%.o $(BUILD)/libqueen-client.a
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS_COMMON) $(CFLAGS) -o $@ $^ $(CLIENT_LIBS) -lcmocka
+
+# The same test program linked against the shared library
+$(BUILD)/test-client/test_libqueen_so: $(BUILD)/obj/test/client/test_libqueen.o $(BUILD)/libqueen-client.so
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS_COMMON) $(CFLAGS) -o $@ $< -L$(BUILD) -lqueen-client -Wl,-rpath,'$$ORIGIN/..' $(CLIENT_LIBS) -lcmocka
+
+QUEENCTL_OBJ := $(patsubst %.c,$(BUILD)/obj/%.o,$(sort $(wildcard cmd/queenctl/*.c)))
+
+$(BUILD)/queenctl: $(QUEENCTL_OBJ) $(BUILD)/libqueen-client.a
+	$(CC) $(CFLAGS_COMMON) $(CFLAGS) -o $@ $^ $(CLIENT_LIBS)
+
 $(BUILD)/test/%: $(BUILD)/obj/test/unit/%.o $(SUPPORT_OBJ) $(LIB_OBJ)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS_COMMON) $(CFLAGS) -o $@ $^ $(LDLIBS) -lcmocka
@@ -101,7 +151,7 @@ $(FAKE_UNIT_BIN): $(BUILD)/test/%: $(BUILD)/obj/test/unit/%.o $(BUILD)/obj/test/
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS_COMMON) $(CFLAGS) -o $@ $^ $(LDLIBS) -lcmocka
 
--include $(shell find $(BUILD)/obj -name '*.d' 2>/dev/null)
+-include $(shell find $(BUILD)/obj $(BUILD)/pic -name '*.d' 2>/dev/null)
 
 # ---------------------------------------------------------------- run
 run: deps all
@@ -134,6 +184,11 @@ integration-asan: asan
 	@ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
 	  sh test/integration/run.sh build-asan
 
+# The cell of compose.yaml in real containers (podman + docker-compose):
+# images built, cell up, tested, always taken down. See docs/deploy.md.
+compose-test: deps
+	@sh test/compose/run.sh
+
 bench: deps all
 	@sh bench/run.sh $(BUILD)
 
@@ -146,7 +201,7 @@ FUZZ_NAMES := $(patsubst test/fuzz/fuzz_%.c,%,$(sort $(wildcard test/fuzz/fuzz_*
 FUZZ_BINS  := $(FUZZ_NAMES:%=build-fuzz/fuzz_%)
 FUZZ_FLAGS := -std=c11 -g -O1 -D_GNU_SOURCE -I. -I/usr/share/include/llhttp \
               -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined
-FUZZ_SRC   := $(BASE_SRC) $(WIRE_SRC) kernel/envelope.c
+FUZZ_SRC   := $(BASE_SRC) $(WIRE_SRC) kernel/envelope.c client/decode.c
 
 build-fuzz/llhttp.a: $(wildcard $(LLHTTP)/*.c)
 	@mkdir -p build-fuzz

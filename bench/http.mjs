@@ -11,7 +11,11 @@ export function makeRequest (url, timeoutMs = 0) {
         const data = body === undefined ? undefined : Buffer.from(JSON.stringify(body));
         const req = http.request({
             host: url.hostname, port: url.port, method, path, agent,
-            headers: data ? { 'Content-Type': 'application/json', 'Content-Length': data.length } : {},
+            headers: {
+                ...(data ? { 'Content-Type': 'application/json', 'Content-Length': data.length } : {}),
+                //  bench/proxy.sh: an API key (through queen-proxy) or a JWT (straight)
+                ...(process.env.QN_BENCH_KEY ? { Authorization: `Bearer ${process.env.QN_BENCH_KEY}` } : {}),
+            },
         }, (res) => {
             const chunks = [];
             res.on('data', (c) => chunks.push(c));

@@ -91,7 +91,7 @@ static const s_setting_t s_settings [] = {
     { "SINK_ROW_GROUP_ROWS", S_INT, F (sink_row_group_rows), "100000", 1, 100000000, "sink: rows per Parquet row group" },
     { "SINK_MULTIPART_BYTES", S_INT, F (sink_multipart_bytes), "16777216", 1024, 5LL * 1024 * MiB, "sink: objects larger than this are uploaded in parts of this size" },
     { "SINK_KV_BUCKET", S_STR, F (sink_kv_bucket), "queen-sink", 0, 0, "sink: broker kv bucket holding staged messages and committed windows" },
-    { "SINK_PORT", S_INT, F (sink_port), "6634", 0, 65535, "sink: port of the sink's /health and /metrics (0: none)" },
+    { "SINK_PORT", S_INT, F (sink_port), "6635", 0, 65535, "sink: port of the sink's /health and /metrics (0: none)" },
     { "SINK_START_TIMEOUT_MS", S_INT, F (sink_start_timeout_ms), "30000", 0, 3600000, "sink: at start, keep retrying the broker this long, ms" },
     { "SINK_IN_BROKER", S_BOOL, F (sink_in_broker), "false", 0, 0, "broker: also run the sink actor inside the broker process" },
     { "S3_ENDPOINT", S_STR, F (s3_endpoint), "", 0, 0, "sink: S3 endpoint, http(s)://host[:port]" },
@@ -103,6 +103,19 @@ static const s_setting_t s_settings [] = {
     { "S3_PATH_STYLE", S_BOOL, F (s3_path_style), "false", 0, 0, "sink: path-style URLs (http://host/bucket/key) instead of virtual-host style" },
     { "S3_RETRIES", S_INT, F (s3_retries), "5", 0, 100, "sink: retries of an S3 request on 5xx and network errors (then the window is tried again later)" },
     { "S3_TIMEOUT_MS", S_INT, F (s3_timeout_ms), "60000", 100, 3600000, "sink: timeout of one S3 request, ms" },
+    //  tenancy (issue 12): the tenant of a request (docs/tenancy.md)
+    { "TENANT_ASSERTION_SECRET", S_SECRET, F (tenant_assertion_secret), "", 0, 0, "secret shared with queen-proxy (at least 32 bytes): when set, API routes need a tenant assertion signed with it" },
+    { "TENANT_ASSERTION_MAX_AGE", S_INT, F (tenant_assertion_max_age_s), "60", 1, 3600, "a tenant assertion's timestamp must be this close to now, seconds" },
+    { "JWT_TENANT_CLAIM", S_STR, F (jwt_tenant_claim), "tenant", 0, 0, "JWT claim naming the tenant (no proxy; absent: the default tenant)" },
+    { "PROXY_USAGE_FLUSH_MS", S_INT, F (proxy_usage_flush_ms), "10000", 100, 3600000, "queen-proxy only: usage metering is written to PostgreSQL this often (and at shutdown), ms" },
+    { "QUEEN_UPSTREAMS", S_STR, F (queen_upstreams), "http://127.0.0.1:6632", 0, 0, "queen-proxy only: comma-separated broker base URLs (http://host:port)" },
+    //  mesh (issue 13, docs/mesh.md)
+    { "MESH_PORT", S_INT, F (mesh_port), "6634", 0, 65535, "mesh port between replicas of a cell (ZeroMQ + CURVE); 0 = off" },
+    { "MESH_ADVERTISED_HOST", S_STR, F (mesh_advertised_host), "127.0.0.1", 0, 0, "the address peers dial to reach this broker's mesh port" },
+    { "MESH_SECRET", S_SECRET, F (mesh_secret), "", 0, 0, "cell secret the CURVE keys are derived from, or file:/path holding it; unset = mesh off" },
+    { "QUEEN_PEERS", S_STR, F (queen_peers), "", 0, 0, "static mesh peers host:port,... added to those registered in PostgreSQL" },
+    { "EPHEMERAL_MAX_BYTES", S_INT, F (ephemeral_max_bytes), "67108864", 1024, 64LL * 1024 * MiB, "memory the ephemeral queues may hold on this broker (docs/ephemeral.md); over it sends get 503" },
+    { "MESH_HEARTBEAT_MS", S_INT, F (mesh_heartbeat_ms), "1000", 100, 60000, "mesh heartbeat period, ms; a peer silent for 5 periods is dropped" },
     { NULL, 0, 0, NULL, 0, 0, NULL }
 };
 
@@ -230,6 +243,10 @@ qn_config_load_from (qn_config_t *c, const char *(*get) (const char *), char *er
     qn_crypto_keys_destroy (&ring);
     if (krc)
         return -1;
+    if (c->tenant_assertion_secret [0] && strlen (c->tenant_assertion_secret) < 32) {
+        snprintf (err, err_len, "TENANT_ASSERTION_SECRET: use at least 32 bytes");
+        return -1;
+    }
     return s_check_jwt (c, err, err_len);
 }
 
@@ -237,6 +254,20 @@ int
 qn_config_load (qn_config_t *c, char *err, size_t err_len)
 {
     return qn_config_load_from (c, s_getenv, err, err_len);
+}
+
+//  queen-proxy: the same table, PORT defaulting to 6630.
+static const char *
+s_getenv_proxy (const char *name)
+{
+    const char *v = getenv (name);
+    return !v && !strcmp (name, "PORT") ? "6630" : v;
+}
+
+int
+qn_config_load_proxy (qn_config_t *c, char *err, size_t err_len)
+{
+    return qn_config_load_from (c, s_getenv_proxy, err, err_len);
 }
 
 void
@@ -270,6 +301,33 @@ qn_config_help_only (FILE *out, const char *usage, const char *const *prefixes)
                 fprintf (out, "  %-26s %s (default: %s)\n", s->name, s->help,
                          s->kind == S_SECRET && s->dflt [0] ? "set" : (s->dflt [0] ? s->dflt : "unset"));
                 break;
+            }
+}
+
+void
+qn_config_help_proxy (FILE *out)
+{
+    static const char *const names [] = {
+        "PORT", "HOST", "QUEEN_UPSTREAMS", "TENANT_ASSERTION_SECRET", "PROXY_USAGE_FLUSH_MS", "PG_HOST", "PG_PORT", "PG_USER",
+        "PG_PASSWORD", "PG_DB", "DB_CONNECTION_TIMEOUT", "MAX_CONNECTIONS", "MAX_BODY_BYTES",
+        "MAX_HEADER_BYTES", "IDLE_TIMEOUT_MS", "REQUEST_TIMEOUT_MS", "SHUTDOWN_TIMEOUT_MS",
+        "ACTOR_QUEUE_HWM", "LOG_LEVEL", NULL
+    };
+    fprintf (out, "usage: queen-proxy [--help]\n"
+                  "       queen-proxy create-tenant NAME    create a tenant and print its first admin key\n"
+                  "       queen-proxy create-key TENANT ROLE [LABEL]   print a new key (admin, read-write,\n"
+                  "                                         read-only, producer, consumer)\n"
+                  "       queen-proxy revoke-key TENANT ID\n"
+                  "       queen-proxy set-limits TENANT REQ_PER_S MSG_PER_S MAX_BODY_BYTES MAX_BATCH\n"
+                  "                                         plan limits (- for unlimited)\n\n"
+                  "queen-proxy is configured with environment variables:\n\n");
+    for (int i = 0; names [i]; i++)
+        for (const s_setting_t *s = s_settings; s->name; s++)
+            if (!strcmp (s->name, names [i])) {
+                const char *d = !strcmp (s->name, "PORT") ? "6630" : s->dflt;
+                fprintf (out, "  %-26s %s (default: %s)\n", s->name,
+                         !strcmp (s->name, "PORT") ? "HTTP listening port" : s->help,
+                         s->kind == S_SECRET && d [0] ? "set" : (d [0] ? d : "unset"));
             }
 }
 

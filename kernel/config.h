@@ -93,6 +93,19 @@ typedef struct {
     bool s3_path_style;
     int64_t s3_retries;
     int64_t s3_timeout_ms;
+    //  Tenancy (issue 12)
+    char *tenant_assertion_secret;  //  Shared with queen-proxy; "" = no proxy
+    int64_t tenant_assertion_max_age_s;
+    char *jwt_tenant_claim;     //  JWT claim naming the tenant
+    char *queen_upstreams;      //  queen-proxy: comma-separated broker URLs
+    int64_t proxy_usage_flush_ms;
+    //  mesh (issue 13): replicas of a cell exchange latency hints
+    int64_t mesh_port;          //  0 = off
+    char *mesh_advertised_host;
+    char *mesh_secret;          //  Cell secret, or "file:/path" holding it
+    char *queen_peers;          //  Comma-separated static host:port
+    int64_t mesh_heartbeat_ms;
+    int64_t ephemeral_max_bytes;        //  Ephemeral queues: memory cap of the broker
     bool embedded;              //  Not a setting: PG_HOST was unset
 } qn_config_t;
 
@@ -102,12 +115,16 @@ int qn_config_load (qn_config_t *config, char *err, size_t err_len);
 //  Same, from a custom lookup (tests): get(name) returns NULL when unset.
 int qn_config_load_from (qn_config_t *config, const char *(*get) (const char *name),
                          char *err, size_t err_len);
+//  queen-proxy's settings: the same table with PORT defaulting to 6630.
+int qn_config_load_proxy (qn_config_t *config, char *err, size_t err_len);
 void qn_config_free (qn_config_t *config);
 //  Prints every setting with its default and help, as `queen --help` does.
 void qn_config_help (FILE *out);
 //  Prints the settings whose names start with one of `prefixes` (NULL
 //  ended) after a usage line (queen-sink --help).
 void qn_config_help_only (FILE *out, const char *usage, const char *const *prefixes);
+//  queen-proxy --help: the settings the proxy reads.
+void qn_config_help_proxy (FILE *out);
 //  Prints the settings as a Markdown table (README).
 void qn_config_markdown (FILE *out);
 

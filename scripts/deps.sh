@@ -6,7 +6,10 @@ PKGS="build-essential pkg-config libpq-dev libzmq3-dev libmsgpack-dev libsodium-
 libssl-dev libcmocka-dev node-llhttp libcurl4-openssl-dev postgresql-15
 postgresql-client-15 curl jq nodejs wrk clang libclang-rt-14-dev procps iproute2
 zlib1g-dev libsnappy-dev liblz4-dev libzstd-dev librdkafka-dev kcat awscli
-prometheus chromium tmux"
+prometheus chromium tmux podman runc debootstrap docker-compose
+golang-github-containernetworking-plugin-dnsname"
+# opscli (issue 18): groff renders queenctl's manual page in its test
+PKGS="$PKGS groff-base"
 missing=""
 for p in $PKGS; do
     if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then

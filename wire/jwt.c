@@ -9,6 +9,7 @@
     Pure: no I/O, no globals besides constant tables.
 */
 #include "wire/jwt.h"
+#include "wire/tenant_assert.h"
 #include "wire/json.h"
 
 #include <openssl/core_names.h>
@@ -463,6 +464,7 @@ s_fail (qn_jwt_result_t *r, int rc, const char *msg)
     free (r->subject);
     r->subject = NULL;
     r->level = QN_JWT_LEVEL_NONE;
+    r->tenant [0] = 0;
     return rc;
 }
 
@@ -646,6 +648,22 @@ s_check_claims (const qn_json_doc_t *doc, const qn_jwt_policy_t *p, qn_jwt_resul
             r->subject = qn_buf_detach (&sub, &n);
         }
         qn_buf_free (&sub);
+    }
+    if (p->tenant_claim && p->tenant_claim [0]) {
+        //  A tenant claim, when present, must be one valid tenant name.
+        t = s_get_once (doc, 0, p->tenant_claim);
+        if (t == -2)
+            return s_fail (r, QN_JWT_ECLAIMS, "Token verification failed: invalid claim tenant");
+        if (t >= 0) {
+            qn_buf_t ten = QN_BUF_INIT;
+            bool ok = qn_json_type (doc, t) == QN_JSON_STRING && qn_json_str (doc, t, &ten) == 0
+                   && qn_tenant_name_ok (ten.data, ten.len);
+            if (ok)
+                memcpy (r->tenant, ten.data, ten.len), r->tenant [ten.len] = 0;
+            qn_buf_free (&ten);
+            if (!ok)
+                return s_fail (r, QN_JWT_ECLAIMS, "Token verification failed: invalid claim tenant");
+        }
     }
     r->level = s_roles (doc, p);
     return QN_JWT_OK;

@@ -69,12 +69,14 @@ typedef struct {
     const char *role_admin;     //  Role values (exact match)
     const char *role_read_write;
     const char *role_read_only;
+    const char *tenant_claim;   //  NULL or "": no tenant taken from tokens
 } qn_jwt_policy_t;
 
 typedef struct {
     qn_jwt_alg_t alg;           //  The token's algorithm
     int level;                  //  QN_JWT_LEVEL_*: the highest its roles grant
     char *subject;              //  Owned: `sub` when a non-empty string, else NULL
+    char tenant [65];           //  The tenant claim (a valid tenant name), or ""
     char err [192];             //  Client-facing reason when verification failed
 } qn_jwt_result_t;
 

@@ -31,7 +31,14 @@
     X (QN_MSG_MAINT_STATE,   103)  /* event "maintenance", reply to MAINT_SET */ \
     X (QN_MSG_SPOOL_STATS_ASK, 104) /* system routes -> spool (wire/msg_spool.h) */ \
     X (QN_MSG_SPOOL_STATS_REPLY, 105) /* spool -> asker: counts */ \
-    X (QN_MSG_SPOOL_DRAINED, 106)  /* spool -> pg_writer: all replayed [appends] */
+    X (QN_MSG_SPOOL_DRAINED, 106)  /* spool -> pg_writer: all replayed [appends] */ \
+    /* mesh (260-279): wire/msg_mesh.h */ \
+    X (QN_MSG_MESH_QCONF,    260)  /* event "qconf": a queue's settings changed [tenant, queue] */ \
+    X (QN_MSG_MESH_STALE,    261)  /* event "qconf": drop every cached setting [] */ \
+    X (QN_MSG_MESH_STATUS,   262)  /* event "mesh": peers and hint counts [json] */ \
+    X (QN_MSG_MESH_MAINT_POLL, 263) /* mesh -> pg_writer: read the maintenance flags now [] */ \
+    X (QN_MSG_EPH_CALL,      264)  /* codec_http -> ephemeral (wire/msg_ephemeral.h) */ \
+    X (QN_MSG_MESH_EPH,      265)  /* ephemeral <-> mesh: one peer operation */
 
 typedef enum {
 #define QN_MSG_ENUM(name, num) name = num,

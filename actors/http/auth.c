@@ -5,6 +5,13 @@
     whose roles reach the route's level (admin > read-write > read-only).
     The verified `sub` goes on the request (ctx->subject): the push route
     stamps it as the producer identity.
+    Tenancy (docs/tenancy.md): the tenant (ctx->tenant) comes only from a
+    verified source: the proxy's signed X-Queen-Assertion (wire/
+    tenant_assert.h) when TENANT_ASSERTION_SECRET is set (then required on
+    every route above public), else the JWT's JWT_TENANT_CLAIM; otherwise
+    the default tenant "". A raw X-Queen-Tenant header, or an assertion
+    without the secret, is refused with 401; a named tenant on a
+    cluster-wide route (system, buffers, postgres-stats, internal) 403.
     Keys: JWT_SECRET (HS256) and JWT_PUBLIC_KEY (RS256 / EdDSA) are loaded
     once; JWKS keys arrive as "jwks" events from the jwks actor, which
     fetches them in the background. A token naming an unknown key makes
@@ -20,6 +27,7 @@
 #include "actors/http/codec.h"
 #include "wire/jwt.h"
 #include "wire/msg_jwks.h"
+#include "wire/tenant_assert.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -45,6 +53,9 @@ struct qn_http_auth {
     s_skip_t skips [S_MAX_SKIP_PATHS];
     uint32_t skip_count;
     int64_t refresh_asked_ms;   //  Monotonic; 0 = never
+    const char *assert_secret;  //  TENANT_ASSERTION_SECRET (in the config), or NULL
+    size_t assert_secret_len;
+    int64_t assert_max_age_s;
 };
 
 // ------------------------------------------------------------------ skip paths
@@ -135,8 +146,15 @@ qn_http_auth_new (qn_kernel_t *kernel, const qn_config_t *config)
         .roles_claim = config->jwt_roles_array_claim,
         .role_admin = config->jwt_role_admin,
         .role_read_write = config->jwt_role_read_write,
-        .role_read_only = config->jwt_role_read_only
+        .role_read_only = config->jwt_role_read_only,
+        .tenant_claim = config->jwt_tenant_claim
     };
+    if (config->tenant_assertion_secret [0]) {
+        self->assert_secret = config->tenant_assertion_secret;
+        self->assert_secret_len = strlen (config->tenant_assertion_secret);
+        qn_info ("auth: tenant assertions required (queen-proxy in front)");
+    }
+    self->assert_max_age_s = config->tenant_assertion_max_age_s;
     self->static_keys = qn_jwt_keys_new ();
     if (config->jwt_secret [0])
         qn_jwt_keys_add_secret (self->static_keys, config->jwt_secret,
@@ -220,10 +238,85 @@ s_refuse (qn_codec_t *codec, qn_http_ctx_t *ctx, int status, const char *reason)
     return 1;
 }
 
+//  Routes whose answer or effect spans the whole cell (maintenance, the
+//  spool, PostgreSQL's own statistics, the internal wake-up): never for a
+//  named tenant, only for the default tenant (the operator).
+static const char *const s_cluster_routes [] [4] = {
+    { "api", "v1", "system", NULL },
+    { "api", "v1", "status", "buffers" },
+    { "api", "v1", "analytics", "postgres-stats" },
+    { "internal", NULL, NULL, NULL },
+};
+
+static bool
+s_cluster_route (const qn_url_t *url)
+{
+    for (size_t i = 0; i < sizeof s_cluster_routes / sizeof s_cluster_routes [0]; i++) {
+        uint32_t k = 0;
+        while (k < 4 && s_cluster_routes [i] [k] && k < url->seg_count
+           &&  strlen (s_cluster_routes [i] [k]) == url->seg_len [k]
+           &&  !memcmp (s_cluster_routes [i] [k], url->segments [k], url->seg_len [k]))
+            k++;
+        if (k == 4 || !s_cluster_routes [i] [k])
+            return true;
+    }
+    return false;
+}
+
+//  A named tenant on a cluster-wide route: 403.
+static int
+s_tenant_scope (qn_codec_t *codec, qn_http_ctx_t *ctx)
+{
+    if (ctx->tenant [0] && s_cluster_route (&ctx->url))
+        return s_refuse (codec, ctx, 403, "Not available to tenants");
+    return 0;
+}
+
+//  The proxy's assertion (wire/tenant_assert.h): the tenant, role and
+//  subject it vouches for. Only with TENANT_ASSERTION_SECRET; the proxy
+//  has authenticated the client, so no JWT is looked at.
+static int
+s_assertion (qn_http_auth_t *self, qn_codec_t *codec, qn_http_ctx_t *ctx, qn_auth_level_t level)
+{
+    if (!self->assert_secret)
+        return s_refuse (codec, ctx, 401, "Unverifiable tenant");
+    qn_tassert_t a;
+    int rc = qn_tassert_verify (ctx->assertion, strlen (ctx->assertion), self->assert_secret,
+                                self->assert_secret_len, qn_wall_us () / 1000000,
+                                self->assert_max_age_s, &a);
+    if (rc != QN_TASSERT_OK) {
+        s_refuse (codec, ctx, 401, a.err);
+        qn_tassert_free (&a);
+        return 1;
+    }
+    if (a.level < (int) level) {
+        qn_tassert_free (&a);
+        return s_refuse (codec, ctx, 403, "Insufficient permissions");
+    }
+    free (ctx->tenant);
+    ctx->tenant = qn_strdup (a.tenant);
+    free (ctx->subject);
+    ctx->subject = a.subject;           //  Taken
+    a.subject = NULL;
+    qn_count (qn_codec_kernel (codec), "auth_assertion_ok", 1);
+    return s_tenant_scope (codec, ctx);
+}
+
 int
 qn_http_auth (qn_codec_t *codec, qn_http_ctx_t *ctx, qn_auth_level_t level)
 {
     qn_http_auth_t *self = qn_codec_auth (codec);
+    //  A tenant the broker cannot verify is refused on every route, with or
+    //  without tenancy configured: a raw tenant header is never trusted.
+    if (ctx->tenant_header)
+        return s_refuse (codec, ctx, 401, "Unverifiable tenant");
+    if (ctx->assertion)
+        return s_assertion (self, codec, ctx, level);
+    //  Behind a proxy, an assertion is required, unless the broker also
+    //  validates JWTs itself (operators: a token without tenant claim is
+    //  the default tenant, the one that reaches cluster-wide routes).
+    if (self->assert_secret && level != QN_AUTH_PUBLIC && !self->enabled)
+        return s_refuse (codec, ctx, 401, "Tenant assertion required");
     if (!self->enabled || level == QN_AUTH_PUBLIC || s_skipped (self, &ctx->url))
         return 0;
     size_t len = 0;
@@ -249,8 +342,12 @@ qn_http_auth (qn_codec_t *codec, qn_http_ctx_t *ctx, qn_auth_level_t level)
     free (ctx->subject);
     ctx->subject = res.subject;         //  Taken
     res.subject = NULL;
+    if (res.tenant [0]) {
+        free (ctx->tenant);
+        ctx->tenant = qn_strdup (res.tenant);
+    }
     qn_count (qn_codec_kernel (codec), "auth_ok", 1);
-    return 0;
+    return s_tenant_scope (codec, ctx);
 }
 
 // ------------------------------------------------------------------ jwks events

@@ -5,7 +5,9 @@
     acceptor. Health, metrics and CORS are answered here; the API areas
     live in codec_http_<area>.c.
     Receives  QN_MSG_HTTP_REQUEST, QN_MSG_HTTP_CLOSED, QN_MSG_HTTP_DRAINED,
-              PG_RESULT replies, "db", "maintenance" and "committed" events
+              PG_RESULT replies, "db", "maintenance" and "committed" events;
+              from the mesh, "qconf" (drop cached queue settings) and
+              "mesh" (its status, shown by /health and /metrics)
     Sends     QN_MSG_HTTP_RESPONSE to the acceptor; PG_EXEC / PUSH to
               pg_writer and pg_reader; "committed" events (acks)
     Owns      the request contexts; the parked long-polls (a park table,
@@ -24,7 +26,9 @@
 #include "wire/msg_db.h"
 #include "wire/msg_http.h"
 #include "wire/msg_maint.h"
+#include "wire/msg_mesh.h"
 #include "wire/route.h"
+#include "wire/tenant_assert.h"
 
 #include <stdarg.h>
 #include <stdlib.h>
@@ -60,6 +64,8 @@ struct qn_codec {
     s_held_t *held_head;        //  Owned: responses the acceptor could not take
     s_held_t *held_tail;        //  yet, sent in this order when it drains
     bool held_waiting;          //  qn_on_writable asked
+    char *mesh_status;          //  Owned: the mesh's last status (JSON), or NULL
+    size_t mesh_status_len;
 };
 
 typedef struct {
@@ -81,6 +87,7 @@ s_ctx_free (qn_codec_t *codec, qn_http_ctx_t *ctx)
     free (ctx->body);
     free (ctx->authorization);
     free (ctx->tenant);
+    free (ctx->assertion);
     free (ctx->subject);
     free (ctx);
 }
@@ -447,6 +454,8 @@ s_health (qn_codec_t *codec, qn_http_ctx_t *ctx)
     qn_jw_kint (&w, "worker_id", 0);
     qn_jw_kstr (&w, "status", codec->draining ? "draining" : "active");
     qn_jw_obj_end (&w);
+    if (codec->mesh_status)
+        qn_jw_kraw (&w, "mesh", codec->mesh_status, codec->mesh_status_len);
     qn_jw_obj_end (&w);
     qn_http_reply_json (ctx, codec->db_up ? 200 : 503, b.data, b.len);
     qn_buf_free (&b);
@@ -508,6 +517,8 @@ s_metrics (qn_codec_t *codec, qn_http_ctx_t *ctx)
     qn_jw_kint (&w, "user", (int64_t) ru.ru_utime.tv_sec * 1000000 + ru.ru_utime.tv_usec);
     qn_jw_kint (&w, "system", (int64_t) ru.ru_stime.tv_sec * 1000000 + ru.ru_stime.tv_usec);
     qn_jw_obj_end (&w);
+    if (codec->mesh_status)
+        qn_jw_kraw (&w, "mesh", codec->mesh_status, codec->mesh_status_len);
     qn_jw_obj_end (&w);
     qn_http_reply_json (ctx, 200, b.data, b.len);
     qn_buf_free (&b);
@@ -567,7 +578,8 @@ static const qn_http_route_t *const s_areas [] = {
     qn_http_routes_admin,       //  resources, messages, dlq, groups, status (admin.c)
     qn_http_routes_system,      //  maintenance, buffers (system.c)
     qn_http_routes_state,       //  kv, timers (state.c)
-    qn_http_routes_streams      //  /streams/v1/* (streams.c)
+    qn_http_routes_streams,     //  /streams/v1/* (streams.c)
+    qn_http_routes_ephemeral    //  /api/v1/ephemeral/* (ephemeral.c; docs/ephemeral.md)
 };
 
 static const qn_http_route_t *
@@ -626,6 +638,16 @@ s_on_request (void *self_, const qn_env_t *env)
             free (ctx->authorization);
             ctx->authorization = qn_strndup (h.value, h.value_len);
         }
+        else
+        if (h.name_len == sizeof QN_TASSERT_HEADER - 1
+        &&  !strncasecmp (h.name, QN_TASSERT_HEADER, h.name_len)) {
+            free (ctx->assertion);          //  Two of them: the last is checked
+            ctx->assertion = qn_strndup (h.value, h.value_len);
+        }
+        else
+        if (h.name_len == sizeof QN_TENANT_HEADER - 1
+        &&  !strncasecmp (h.name, QN_TENANT_HEADER, h.name_len))
+            ctx->tenant_header = true;
     }
     const char *body = env->frame_count ? env->frames [0].ptr : "";
     ctx->body_len = env->frame_count ? env->frames [0].len : 0;
@@ -740,6 +762,43 @@ s_on_committed (void *self_, const qn_env_t *env)
     return qn_park_on_committed (codec->park, env);
 }
 
+//  "qconf" from the mesh: a peer changed a queue's settings, or every
+//  cached setting may be stale (docs/mesh.md). Ours are ignored.
+static int
+s_on_qconf (void *self_, const qn_env_t *env)
+{
+    qn_msg_mesh_qconf_t m;
+    if (env->from.len != 4 || memcmp (env->from.ptr, "mesh", 4))
+        return 0;
+    if (qn_msg_mesh_qconf_decode (env->body.ptr, env->body.len, &m))
+        return QN_EPROTO;
+    qn_http_seal_forget (self_, m.tenant, m.tenant_len, m.queue, m.queue_len);
+    return 0;
+}
+
+static int
+s_on_stale (void *self_, const qn_env_t *env)
+{
+    (void) env;
+    qn_http_seal_forget (self_, NULL, 0, NULL, 0);
+    return 0;
+}
+
+//  "mesh": its status, shown by /health and /metrics.
+static int
+s_on_mesh_status (void *self_, const qn_env_t *env)
+{
+    qn_codec_t *codec = self_;
+    const char *json;
+    size_t len;
+    if (qn_msg_mesh_status_decode (env->body.ptr, env->body.len, &json, &len))
+        return QN_EPROTO;
+    free (codec->mesh_status);
+    codec->mesh_status = qn_strndup (json, len);
+    codec->mesh_status_len = len;
+    return 0;
+}
+
 static int
 s_on_jwks (void *self_, const qn_env_t *env)
 {
@@ -754,6 +813,8 @@ s_on_start (void *self_, const qn_env_t *env)
     qn_subscribe (codec->kernel, "db");
     qn_subscribe (codec->kernel, "maintenance");
     qn_subscribe (codec->kernel, "jwks");
+    qn_subscribe (codec->kernel, "qconf");         //  mesh (docs/mesh.md)
+    qn_subscribe (codec->kernel, "mesh");
     qn_park_start (codec->park);
     return 0;
 }
@@ -770,6 +831,7 @@ s_free_ctx (void *arg, uint64_t key, void *value)
     free (ctx->body);
     free (ctx->authorization);
     free (ctx->tenant);
+    free (ctx->assertion);
     free (ctx->subject);
     free (ctx);
 }
@@ -789,6 +851,7 @@ s_destroy (void **self_p)
     qn_http_auth_destroy (&codec->auth);
     qn_park_destroy (&codec->park);
     qn_http_seal_destroy (&codec->seal);
+    free (codec->mesh_status);
     free (codec);
     *self_p = NULL;
 }
@@ -802,6 +865,9 @@ static const qn_route_t s_routes [] = {
     { QN_MSG_MAINT_STATE, s_on_maintenance },
     { QN_MSG_COMMITTED, s_on_committed },
     { QN_MSG_JWKS_KEYS, s_on_jwks },
+    { QN_MSG_MESH_QCONF, s_on_qconf },
+    { QN_MSG_MESH_STALE, s_on_stale },
+    { QN_MSG_MESH_STATUS, s_on_mesh_status },
     { 0, NULL }
 };
 

@@ -42,7 +42,9 @@ struct qn_http_ctx {
     char *body;                 //  Owned request body (NUL-terminated)
     size_t body_len;
     char *authorization;        //  Owned, or NULL
-    char *tenant;               //  Owned; "" until multi-tenancy
+    char *tenant;               //  Owned; "" (the default tenant) unless auth verified one
+    char *assertion;            //  Owned: X-Queen-Assertion (the proxy's), or NULL
+    bool tenant_header;         //  The request carried a raw X-Queen-Tenant header
     char *subject;              //  Owned: verified JWT `sub` (producer identity), or NULL
     const char *params [QN_HTTP_MAX_PARAMS];    //  Path parameters (decoded)
     size_t param_len [QN_HTTP_MAX_PARAMS];
@@ -147,6 +149,11 @@ typedef struct qn_http_seal qn_http_seal_t;
 qn_http_seal_t *qn_codec_seal (qn_codec_t *codec);
 qn_http_seal_t *qn_http_seal_new (const qn_config_t *config);
 void qn_http_seal_destroy (qn_http_seal_t **self_p);
+//  The mesh says a queue's settings changed on another broker (or, with
+//  queue NULL, that every cached setting may be stale): forget them, so
+//  the next push asks the database again.
+void qn_http_seal_forget (qn_codec_t *codec, const char *tenant, size_t tenant_len,
+                          const char *queue, size_t queue_len);
 
 //  Route tables of the actors/http/<area>.c files, NULL-method terminated.
 //  The codec lists every area in one table (codec.c s_areas): a missing
@@ -160,6 +167,7 @@ extern const qn_http_route_t qn_http_routes_admin [];   //  resources, messages,
 extern const qn_http_route_t qn_http_routes_system [];  //  maintenance, buffers
 extern const qn_http_route_t qn_http_routes_state [];   //  kv, timers
 extern const qn_http_route_t qn_http_routes_streams []; //  /streams/v1/*
+extern const qn_http_route_t qn_http_routes_ephemeral []; //  /api/v1/ephemeral/* (ephemeral.c)
 
 //  The codec's parked long-polls (actors/park/park.h): owned by the codec,
 //  run in its thread, fed its "committed" events; the pop area parks there.

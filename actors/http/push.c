@@ -426,6 +426,7 @@ s_extend (qn_codec_t *codec, qn_http_ctx_t *ctx)
     qn_pg_args_init (&args);
     qn_pg_args_cstr (&args, c->lease);
     qn_pg_args_int (&args, seconds);
+    qn_pg_args_cstr (&args, ctx->tenant);
     if (qn_hw_exec_args (codec, ctx, QN_SQL_RENEW, &args, s_on_extended, c) == 0)
         c = NULL;
     qn_pg_args_free (&args);

@@ -14,6 +14,7 @@
               cannot be read counts as encrypted
 */
 #include "actors/http/write.h"
+#include "actors/mesh/mesh.h"
 #include "actors/pg/statements.h"
 #include "wire/crypto.h"
 
@@ -363,9 +364,32 @@ qn_hw_configured_encryption (qn_codec_t *codec, qn_http_ctx_t *ctx, const char *
     if (qn_json_parse (&doc, opts, opts_len, 4) == 0
     &&  qn_json_bool (&doc, qn_json_get (&doc, 0, "encryptionEnabled"), &enc) == 0) {
         s_qconf_put (qn_codec_seal (codec), ctx->tenant, queue, strlen (queue), enc);
+        //  Peers drop their cached settings of this queue (docs/mesh.md).
+        qn_mesh_qconf_publish (qn_codec_kernel (codec), ctx->tenant, queue, strlen (queue));
         if (enc && !s_ring (codec))
             qn_warn ("queue has encryptionEnabled but QUEEN_ENCRYPTION_KEY is unset:"
                      " payloads are stored in plaintext: queue=%s", queue);
     }
     qn_json_doc_free (&doc);
+}
+
+void
+qn_http_seal_forget (qn_codec_t *codec, const char *tenant, size_t tenant_len,
+                     const char *queue, size_t queue_len)
+{
+    qn_http_seal_t *self = qn_codec_seal (codec);
+    if (!queue) {
+        qn_hashmap_each (self->queues, s_qconf_free_entry, NULL);
+        qn_hashmap_destroy (&self->queues);
+        self->queues = qn_hashmap_new ();
+        return;
+    }
+    char *t = qn_strndup (tenant, tenant_len);
+    if (strlen (t) == tenant_len) {
+        uint64_t h = s_qconf_hash (t, queue, queue_len);
+        s_qconf_t *q = qn_hashmap_get (self->queues, h);
+        if (s_qconf_is (q, t, queue, queue_len))
+            s_qconf_free_entry (NULL, h, qn_hashmap_remove (self->queues, h));
+    }
+    free (t);
 }

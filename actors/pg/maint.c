@@ -12,7 +12,8 @@
     the flags. gen grows with every change, and the reply to a set
     carries it, so a reader that gets both keeps the newer.
     Part of the pg_writer actor (writer_int.h).
-    Receives  QN_MSG_MAINT_SET [pop, enabled] (wire/msg_maint.h)
+    Receives  QN_MSG_MAINT_SET [pop, enabled] (wire/msg_maint.h),
+              QN_MSG_MESH_MAINT_POLL [] (the mesh: a peer changed them)
     Sends     QN_MSG_MAINT_STATE replies and "maintenance" events
     Owns      route.push_maint, pop_maint, maint_gen
     Failure   a set that cannot be written is answered with its SQLSTATE
@@ -170,5 +171,17 @@ qn_pgw_on_maint_set (void *self_, const qn_env_t *env)
     j->corr = env->corr;
     qn_pgw_enqueue (self, j);
     qn_pgw_pump (self);
+    return 0;
+}
+
+int
+qn_pgw_on_maint_poll (void *self_, const qn_env_t *env)
+{
+    (void) env;
+    qn_pgw_t *self = self_;
+    if (self->is_writer) {
+        self->maint_tick_ms = 0;            //  Read now, not at the next poll
+        qn_pgw_maint_tick (self);
+    }
     return 0;
 }

@@ -27,8 +27,8 @@ static const qn_sql_stmt_t s_stmts [QN_SQL_COUNT_] = {
         { T, TA, QN_OID_INT8_ARR, TA, QN_OID_INT8_ARR, TA, QN_OID_UUID_ARR, TA },
         .wake_queue_col = 4, .wake_ok_col = 2 },     //  queue_name of successful acks
     [QN_SQL_RENEW] = { "renew",
-        "SELECT status, expires_at FROM queen.renew ($1, $2)", 2,
-        { QN_OID_UUID, QN_OID_INT4 } },
+        "SELECT status, expires_at FROM queen.renew ($1, $2, $3)", 3,
+        { QN_OID_UUID, QN_OID_INT4, T } },         //  tenant last (tenancy)
     [QN_SQL_CONFIGURE] = { "configure",
         "SELECT queue_id, partition_id, options::text FROM queen.configure ($1, $2, $3, $4, $5::text::jsonb)", 5,
         { T, T, T, T, T } },
@@ -101,6 +101,11 @@ static const qn_sql_stmt_t s_stmts [QN_SQL_COUNT_] = {
           TA, TA, TA, QN_OID_BYTEA_ARR, TA, QN_OID_BOOL_ARR, QN_OID_INT8_ARR, QN_OID_INT8_ARR,
           QN_OID_BYTEA_ARR },
         .wake_queue_col = 5, .wake_kind_col = 2 },     //  queue_name of push and ack rows
+    //  mesh (actors/mesh/mesh.c)
+    [QN_SQL_MESH_BEAT] = { "mesh_beat",
+        "SELECT address, epoch, age_ms FROM queen.mesh_beat ($1, $2, $3)", 3,
+        { T, QN_OID_INT8, QN_OID_INT4 } },
+    [QN_SQL_MESH_NOTIFY] = { "mesh_notify", "SELECT queen.mesh_notify ($1)", 1, { T } },
 };
 
 const qn_sql_stmt_t *

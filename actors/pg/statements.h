@@ -41,6 +41,9 @@ typedef enum {
     QN_SQL_TIMER_FIRE,
     QN_SQL_STATE_SWEEP,         //  Expired kv rows and old fired-timer records
     QN_SQL_BUNDLE,              //  Transactions with riders (schema/functions/32_bundle.sql)
+    //  mesh (schema/functions/64_mesh.sql)
+    QN_SQL_MESH_BEAT,           //  Register this broker, list live peers
+    QN_SQL_MESH_NOTIFY,         //  Hints over LISTEN/NOTIFY when the mesh cannot carry them
     QN_SQL_COUNT_
 } qn_sql_id_t;
 

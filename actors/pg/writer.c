@@ -440,6 +440,7 @@ static const qn_route_t s_routes [] = {
     { QN_MSG_PUSH, qn_pgw_on_push },
     { QN_MSG_SPOOL_DRAINED, qn_pgw_on_drained },
     { QN_MSG_MAINT_SET, qn_pgw_on_maint_set },
+    { QN_MSG_MESH_MAINT_POLL, qn_pgw_on_maint_poll },
     { 0, NULL }
 };
 

@@ -177,6 +177,8 @@ void qn_pgw_exec_committed (qn_pgw_t *self, const qn_pgw_job_t *j, PGresult *res
 
 // ------------------------------------------------------------------ maint.c
 int qn_pgw_on_maint_set (void *self_, const qn_env_t *env);
+//  QN_MSG_MESH_MAINT_POLL []: a peer changed the flags: read them now.
+int qn_pgw_on_maint_poll (void *self_, const qn_env_t *env);
 //  Reads the flags from queen.system_state (start, every 2 s: another
 //  broker may flip them) and republishes them.
 void qn_pgw_maint_tick (qn_pgw_t *self);

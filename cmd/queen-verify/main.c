@@ -9,6 +9,7 @@
 */
 #include "cmd/queen-verify/verify.h"
 
+#include <curl/curl.h>
 #include <errno.h>
 #include <signal.h>
 #include <stdlib.h>

@@ -8,7 +8,7 @@
     records each delivery in the ledger: per (stage, partition, n) the id
     of the stored message and whether its ack was confirmed.
     One thread: every worker owns one keep-alive connection and has at
-    most one request in flight, driven by one curl multi handle.
+    most one request in flight: a libqueen slot, all driven by queen_poll.
     Failure   transport errors, 5xx, 408 and 429 are retried with backoff
               (same body: pushes and transactions are idempotent by their
               transaction ids); any other 4xx stops the run (fatal); the
@@ -550,7 +550,7 @@ s_step (vf_worker_t *w)
         run->st [w->stage].retries++;
     w->pending = false;
     vf_http_prepare (&w->http, method, url, timeout);
-    vf_http_start (&w->http, run->multi);
+    vf_http_start (&w->http);
 }
 
 //  A transfer finished: retry, stop the run, or hand the answer over.
@@ -665,26 +665,23 @@ vf_run_loop (vf_run_t *self, vf_broker_t *broker, volatile int *stop)
         }
         if (now - self->last_ok_ms > S_STALL_MS && !self->fatal)
             self->fatal = vf_printf ("no answer from the broker for %d s", S_STALL_MS / 1000);
-        int running;
-        curl_multi_perform (self->multi, &running);
-        CURLMsg *msg;
-        int left;
-        while ((msg = curl_multi_info_read (self->multi, &left))) {
-            if (msg->msg != CURLMSG_DONE)
-                continue;
-            vf_worker_t *w = NULL;
-            curl_easy_getinfo (msg->easy_handle, CURLINFO_PRIVATE, (char **) &w);
-            CURLcode cc = msg->data.result;
-            vf_http_finish (&w->http, self->multi, cc);
-            s_done (w, vf_now_ms ());
-        }
+        queen_slot_t *done [64];
+        int n;
+        do {
+            n = queen_poll (self->client, done, 64);
+            for (int i = 0; i < n; i++) {
+                vf_worker_t *w = queen_slot_owner (done [i]);
+                vf_http_finish (&w->http);
+                s_done (w, vf_now_ms ());
+            }
+        } while (n == 64);
         if (tty && now >= next_progress) {
             s_progress (self, broker);
             next_progress = now + 1000;
         }
         int timeout = (int) (wake - vf_now_ms ());
         if (timeout > 0)
-            curl_multi_poll (self->multi, NULL, 0, timeout > 200 ? 200 : timeout, NULL);
+            queen_wait (self->client, timeout > 200 ? 200 : timeout);
     }
     self->end_ms = vf_now_ms ();
     if (tty) {
@@ -693,10 +690,7 @@ vf_run_loop (vf_run_t *self, vf_broker_t *broker, volatile int *stop)
     }
     //  Abandon what is in flight (long-polls, mostly)
     for (int i = 0; i < self->nw; i++)
-        if (self->w [i].http.busy) {
-            curl_multi_remove_handle (self->multi, self->w [i].http.easy);
-            self->w [i].http.busy = false;
-        }
+        vf_http_cancel (&self->w [i].http);
     vf_ledger_final_scan (self);
     return self->fatal ? -1 : 0;
 }

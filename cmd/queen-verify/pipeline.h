@@ -60,10 +60,10 @@ struct vf_run_s {
     const vf_opts_t *opts;      //  Not owned
     char *url;                  //  Owned, no trailing '/'
     char **queue;               //  Owned: S names
-    char **pop_url;             //  Owned: per consumer stage 1..S
-    char *txn_url, *ack_url, *push_url;
+    char **pop_url;             //  Owned: paths, per consumer stage 1..S
+    char *txn_url, *ack_url, *push_url;     //  Owned: paths
     int S, K;
-    CURLM *multi;
+    queen_client_t *client;     //  Owned: libqueen; its slots are the workers' connections
     vf_worker_t *w;              //  Owned
     int nw;
     int64_t *quota;             //  Per partition; -1 = unlimited

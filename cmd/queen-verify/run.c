@@ -70,15 +70,16 @@ vf_run_new (const vf_opts_t *opts, const char *url)
     size_t ul = strlen (self->url);
     while (ul > 0 && self->url [ul - 1] == '/')
         self->url [--ul] = 0;
-    self->push_url = vf_printf ("%s/api/v1/push", self->url);
-    self->txn_url = vf_printf ("%s/api/v1/transaction", self->url);
-    self->ack_url = vf_printf ("%s/api/v1/ack/batch", self->url);
+    //  Paths relative to the client's URL
+    self->push_url = vf_printf ("/api/v1/push");
+    self->txn_url = vf_printf ("/api/v1/transaction");
+    self->ack_url = vf_printf ("/api/v1/ack/batch");
     self->queue = qn_zalloc ((size_t) self->S * sizeof *self->queue);
     self->pop_url = qn_zalloc ((size_t) (self->S + 1) * sizeof *self->pop_url);
     for (int s = 0; s < self->S; s++) {
         self->queue [s] = vf_printf ("%s-s%d", opts->prefix, s);
-        self->pop_url [s + 1] = vf_printf ("%s/api/v1/pop/queue/%s?batch=%d&wait=true&timeout=%d"
-                                          "&partitions=%d", self->url, self->queue [s], opts->batch,
+        self->pop_url [s + 1] = vf_printf ("/api/v1/pop/queue/%s?batch=%d&wait=true&timeout=%d"
+                                          "&partitions=%d", self->queue [s], opts->batch,
                                           opts->pop_timeout_ms, opts->pop_partitions);
     }
     int K = self->K;
@@ -98,14 +99,23 @@ vf_run_new (const vf_opts_t *opts, const char *url)
     memset (self->pad, 'x', (size_t) opts->payload_bytes);
     self->pad [opts->payload_bytes] = 0;
     qn_json_doc_init (&self->doc);
-    self->multi = curl_multi_init ();
+    queen_error_t err = { 0 };
+    //  No retries inside libqueen: the pipeline retries itself and counts it
+    self->client = queen_new (&(queen_options_t) { .url = self->url, .token = opts->token,
+                                                   .pool_size = 1, .retries = -1,
+                                                   .timeout_ms = 30000 }, &err);
+    if (!self->client) {
+        fprintf (stderr, "queen-verify: %s\n", err.message);
+        exit (2);
+    }
+    queen_error_clear (&err);
     //  Workers: producers, then consumers of stages 1..S
     self->nw = opts->producers + self->S * opts->consumers;
     self->w = qn_zalloc ((size_t) self->nw * sizeof *self->w);
     for (int i = 0; i < self->nw; i++) {
         vf_worker_t *w = &self->w [i];
         w->run = self;
-        vf_http_init (&w->http, opts->token, w);
+        vf_http_init (&w->http, self->client, w);
         if (i < opts->producers) {
             w->kind = W_PRODUCER;
             w->parts = qn_malloc ((size_t) (K / opts->producers + 1) * sizeof *w->parts);
@@ -131,8 +141,7 @@ vf_run_destroy (vf_run_t **self_p)
         return;
     for (int i = 0; i < self->nw; i++) {
         vf_worker_t *w = &self->w [i];
-        if (w->http.busy)
-            curl_multi_remove_handle (self->multi, w->http.easy);
+        vf_http_cancel (&w->http);
         vf_http_free (&w->http);
         for (int j = 0; j < w->count; j++)
             free (w->items [j].txn);
@@ -142,7 +151,6 @@ vf_run_destroy (vf_run_t **self_p)
         free (w->req_n);
     }
     free (self->w);
-    curl_multi_cleanup (self->multi);
     for (int s = 0; s < self->S; s++) {
         free (self->queue [s]);
         free (self->pop_url [s + 1]);
@@ -164,6 +172,7 @@ vf_run_destroy (vf_run_t **self_p)
     free (self->push_url);
     free (self->txn_url);
     free (self->ack_url);
+    queen_destroy (&self->client);
     qn_json_doc_free (&self->doc);
     free (self);
     *self_p = NULL;
@@ -175,7 +184,7 @@ s_sync (vf_run_t *self, vf_http_t *h, const char *method, const char *url, int64
 {
     for (int64_t delay = 100; ; delay = delay < 1000 ? delay * 2 : 1000) {
         vf_http_prepare (h, method, url, 30000);
-        vf_http_perform (h);
+        vf_http_perform (h, self->client);
         vf_http_outcome_t out = vf_http_outcome (h);
         if (out == VF_HTTP_OK)
             return 0;
@@ -183,17 +192,16 @@ s_sync (vf_run_t *self, vf_http_t *h, const char *method, const char *url, int64
             return -1;
         usleep ((useconds_t) delay * 1000);
     }
-    (void) self;
 }
 
 int
 vf_run_setup (vf_run_t *self, int64_t wait_ms)
 {
     vf_http_t h;
-    vf_http_init (&h, self->opts->token, NULL);
+    vf_http_init (&h, self->client, NULL);
     int64_t deadline = vf_now_ms () + wait_ms;
     char why [400];
-    char *url = vf_printf ("%s/health", self->url);
+    char *url = vf_printf ("/health");
     int rc = s_sync (self, &h, "GET", url, deadline);
     free (url);
     if (rc < 0) {
@@ -202,7 +210,7 @@ vf_run_setup (vf_run_t *self, int64_t wait_ms)
         vf_http_free (&h);
         return -1;
     }
-    url = vf_printf ("%s/api/v1/configure", self->url);
+    url = vf_printf ("/api/v1/configure");
     for (int s = 0; s < self->S && rc == 0; s++) {
         qn_buf_reset (&h.body);
         qn_buf_printf (&h.body, "{\"queue\":\"%s\",\"options\":{\"leaseTime\":%d,"
@@ -222,9 +230,9 @@ void
 vf_run_cleanup (vf_run_t *self)
 {
     vf_http_t h;
-    vf_http_init (&h, self->opts->token, NULL);
+    vf_http_init (&h, self->client, NULL);
     for (int s = 0; s < self->S; s++) {
-        char *url = vf_printf ("%s/api/v1/resources/queues/%s", self->url, self->queue [s]);
+        char *url = vf_printf ("/api/v1/resources/queues/%s", self->queue [s]);
         if (s_sync (self, &h, "DELETE", url, vf_now_ms () + 60000) < 0) {
             char why [400];
             vf_http_describe (&h, why, sizeof why);

@@ -1,12 +1,13 @@
 /*  cmd/queen-verify/verify.h - the end-to-end verifier's shared types
-    queen-verify drives a pipeline of queues through a running broker over
-    plain HTTP/1.1 and checks that nothing is lost, duplicated or
+    queen-verify drives a pipeline of queues through a running broker
+    through libqueen (client/queen.h: its asynchronous request slots, one
+    keep-alive HTTP/1.1 connection each) and checks that nothing is lost, duplicated or
     reordered (docs/verify.md). Files:
         main.c      flags, signals, the run's phases, exit code
-        http.c      one keep-alive libcurl easy handle per worker
+        http.c      one libqueen request slot (keep-alive connection) per worker
         run.c       setup (health, configure), teardown, results
         pipeline.c  the workers (producer, movers, checker) and the
-                    event loop (curl multi, one thread)
+                    event loop (libqueen slots and queen_poll, one thread)
         ledger.c    what each stage saw: duplicates, order, gaps
         report.c    per-stage table, explanations, the summary line
         broker.c    a broker child process for --broker-bin / --chaos
@@ -15,12 +16,12 @@
 #ifndef QN_VERIFY_H
 #define QN_VERIFY_H
 
-#include <curl/curl.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 
 #include "base/buf.h"
+#include "client/queen.h"
 #include "wire/ids.h"
 #include "wire/json.h"
 
@@ -62,19 +63,21 @@ uint64_t
     vf_rand (uint64_t *state);
 
 //  ---------------------------------------------------------------- http.c
-//  One reusable request slot: one easy handle, so one keep-alive
-//  connection per worker. Bodies and responses live in the slot.
+//  One reusable request slot: a libqueen slot, so one keep-alive
+//  connection per worker. The request body lives here (resent as is on a
+//  retry); the answer is copied here when the request finishes.
 typedef struct {
-    CURL *easy;                 //  Owned
-    struct curl_slist *headers; //  Owned
+    queen_slot_t *slot;         //  Owned
     qn_buf_t body;              //  Request body (POST)
     qn_buf_t resp;              //  Response body
     long status;                //  HTTP status; 0 after a transport error
-    CURLcode cc;
+    queen_code_t code;
     bool maybe_sent;            //  A failed attempt may have reached the broker
-    bool busy;                  //  Added to the multi handle
-    bool connected;             //  The last attempt got an answer
-    char err [CURL_ERROR_SIZE];
+    bool busy;                  //  Started, not finished
+    const char *method;         //  Of the prepared request
+    const char *path;
+    long timeout_ms;
+    char err [400];
 } vf_http_t;
 
 typedef enum {
@@ -83,25 +86,30 @@ typedef enum {
     VF_HTTP_FATAL               //  Any other status: the request is wrong
 } vf_http_outcome_t;
 
+//  `owner` comes back from queen_slot_owner in the event loop.
 void
-    vf_http_init (vf_http_t *h, const char *token, void *owner);
+    vf_http_init (vf_http_t *h, queen_client_t *client, void *owner);
 void
     vf_http_free (vf_http_t *h);
-//  Prepares a request: method "GET", "POST" (sends h->body) or "DELETE".
+//  Prepares a request: method "GET", "POST" (sends h->body) or "DELETE";
+//  path relative to the client's URL (not copied: keep it alive).
 void
-    vf_http_prepare (vf_http_t *h, const char *method, const char *url, long timeout_ms);
-//  Adds the prepared request to `multi`.
+    vf_http_prepare (vf_http_t *h, const char *method, const char *path, long timeout_ms);
+//  Starts the prepared request on the client's event loop.
 void
-    vf_http_start (vf_http_t *h, CURLM *multi);
-//  Records the result of a finished transfer and removes it from `multi`.
+    vf_http_start (vf_http_t *h);
+//  Records the result of a finished request (from queen_poll).
 void
-    vf_http_finish (vf_http_t *h, CURLM *multi, CURLcode cc);
+    vf_http_finish (vf_http_t *h);
+//  Abandons the request in flight.
+void
+    vf_http_cancel (vf_http_t *h);
 //  Runs the prepared request to completion (setup and cleanup phases).
 void
-    vf_http_perform (vf_http_t *h);
+    vf_http_perform (vf_http_t *h, queen_client_t *client);
 vf_http_outcome_t
     vf_http_outcome (const vf_http_t *h);
-//  "status 400: {...}" or the curl error, for messages.
+//  "status 400: {...}" or the transport error, for messages.
 void
     vf_http_describe (const vf_http_t *h, char *out, size_t len);
 

@@ -80,6 +80,8 @@ static s_actor_new_fn *const s_actors [] = {
     qn_timers_new,              //  timers, kv/timer sweeps
     qn_codec_http_new,          //  HTTP routes and the JSON API
     qn_jwks_new,                //  JWKS fetcher (idle without JWT_JWKS_URL)
+    qn_mesh_new,                //  hints between replicas (idle without MESH_PORT/MESH_SECRET)
+    qn_ephemeral_new,           //  ephemeral queues (memory only; across brokers via the mesh)
     qn_acceptor_new             //  the HTTP listener: the front door, last
 };
 

@@ -513,20 +513,20 @@ RETURNS TABLE(status int, body json)
 LANGUAGE plpgsql AS $$
 #variable_conflict use_column
 DECLARE
-  f     record;
+  v_seq bigint;                  -- NULL: not found (or another tenant's partition)
   v_txn text := COALESCE(p_txn, queen.uuid_of(1, p_seq)::text);
 BEGIN
   IF EXISTS (SELECT 1 FROM queen.partitions p JOIN queen.queues q ON q.id = p.queue_id
               WHERE p.id = p_pid AND q.tenant = p_tenant) THEN
     PERFORM queen.lock_partition(p_pid);
-    SELECT * INTO f FROM queen._admin_find_msg(p_tenant, p_pid, p_txn, p_seq);
+    SELECT f.seq INTO v_seq FROM queen._admin_find_msg(p_tenant, p_pid, p_txn, p_seq) f;
   END IF;
-  IF f.seq IS NULL THEN
+  IF v_seq IS NULL THEN
     RETURN QUERY SELECT 404, json_build_object('success', false, 'partitionId', queen.uuid_of(2, p_pid),
       'transactionId', v_txn, 'message', 'Message not found', 'error', 'Message not found');
     RETURN;
   END IF;
-  DELETE FROM queen.messages m WHERE m.partition_id = p_pid AND m.seq = f.seq;
+  DELETE FROM queen.messages m WHERE m.partition_id = p_pid AND m.seq = v_seq;
   PERFORM 1 FROM queen.ready r WHERE r.partition_id = p_pid ORDER BY r.group_id FOR UPDATE;
   UPDATE queen.ready r SET
     batch_size  = CASE WHEN x.rel THEN 0 ELSE r.batch_size - 1 END,
@@ -537,7 +537,7 @@ BEGIN
     avail_at    = CASE WHEN x.rel THEN now() ELSE r.avail_at END
   FROM (SELECT r2.group_id, r2.acked_count >= r2.batch_size - 1 AS rel FROM queen.ready r2
          WHERE r2.partition_id = p_pid AND r2.lease_id IS NOT NULL AND r2.avail_at > now()
-           AND f.seq > r2.acked_seq AND f.seq > r2.leased_from AND f.seq <= r2.leased_to) x
+           AND v_seq > r2.acked_seq AND v_seq > r2.leased_from AND v_seq <= r2.leased_to) x
    WHERE r.partition_id = p_pid AND r.group_id = x.group_id;
   RETURN QUERY SELECT 200, json_build_object('success', true, 'partitionId', queen.uuid_of(2, p_pid),
     'transactionId', v_txn, 'message', 'Message deleted successfully');

@@ -287,14 +287,16 @@ const MAX_LOG_BYTES = 4 << 20;
 //                   until the port accepts connections
 //    timeoutMs      how long to wait (default 20000)
 //    args           command-line arguments
+//    bin            another binary of the same family (build/queen-proxy)
 //  Resolves to { url, port, db, fileBufferDir, proc, logs(), stop(), kill() }.
 //  Throws, with the broker's output, if it exits or is not ready in time.
 export async function startBroker (opts = {}) {
     const {
         env = {}, args = [], expectHealthy = true, timeoutMs = 20000,
     } = opts;
-    if (!fs.existsSync(BIN))
-        throw new Error(`broker binary ${BIN} not found (make)`);
+    const bin = opts.bin ?? BIN;
+    if (!fs.existsSync(bin))
+        throw new Error(`broker binary ${bin} not found (make)`);
     const port = opts.port ?? await freePort();
     const db = opts.db ?? await createDatabase('broker');
     let fileBufferDir = opts.fileBufferDir;
@@ -320,7 +322,7 @@ export async function startBroker (opts = {}) {
         MESH_PORT: '0',
         ...env,
     };
-    const proc = spawn(BIN, args, { env: childEnv, stdio: ['ignore', 'pipe', 'pipe'] });
+    const proc = spawn(bin, args, { env: childEnv, stdio: ['ignore', 'pipe', 'pipe'] });
     brokers.add(proc);
     let output = '';
     const echo = process.env.QN_BROKER_LOG === '1';

@@ -58,6 +58,10 @@ SELECT pg_temp.ok(count(*) = 2, 'next batch immediately')
 -- renew (spec 3.13)
 CREATE TEMP TABLE r1 AS SELECT * FROM queen.renew(pg_temp.L(3), 60);
 SELECT pg_temp.ok_one(array_agg(status = 'ok' AND expires_at > now() + interval '55 s'), 'renew ok') FROM r1;
+-- tenancy (issue 12): the lease of another tenant's partition is not found
+-- (and not extended: the next check still sees r1's expiry)
+SELECT pg_temp.ok_one(array_agg(status = 'Lease not found' AND expires_at IS NULL), 'another tenant: lease not found')
+  FROM queen.renew(pg_temp.L(3), 3600, 'other-tenant');
 SELECT pg_temp.ok_one(array_agg(r.avail_at = r1.expires_at), 'expiry moved') FROM queen.ready r, r1
  WHERE r.lease_id = pg_temp.L(3);
 SELECT pg_temp.ok_one(array_agg(status = 'ok' AND expires_at = (SELECT expires_at FROM r1)), 'renew never shortens')

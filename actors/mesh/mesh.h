@@ -1,0 +1,17 @@
+/*  actors/mesh/mesh.h - what other actors use of the mesh
+    The mesh actor itself is created by qn_mesh_new (actors/actors.h).
+*/
+#ifndef QN_ACTORS_MESH_MESH_H
+#define QN_ACTORS_MESH_MESH_H
+
+#include "kernel/kernel.h"
+
+#include <stddef.h>
+
+//  Publishes "qconf" (QN_MSG_MESH_QCONF [tenant, queue]): this broker
+//  changed a queue's settings; the mesh tells the peers, whose codecs drop
+//  their cached settings of that queue. Never blocks; a hint.
+void qn_mesh_qconf_publish (qn_kernel_t *kernel, const char *tenant, const char *queue,
+                            size_t queue_len);
+
+#endif

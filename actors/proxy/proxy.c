@@ -1,0 +1,1666 @@
+/*  actors/proxy/proxy.c - queen-proxy's forwarding actor
+    The codec of the proxy's HTTP door: authenticates every request by its
+    API key (wire/proxy_keys.h) against the key table it keeps in memory,
+    checks the key's role against the route table (wire/proxy_routes.h),
+    and forwards what is allowed to a broker of QUEEN_UPSTREAMS with the
+    client's identity headers stripped and its own signed assertion
+    (wire/tenant_assert.h) set. Answers its own routes (/health,
+    /proxy/v1/whoami, /proxy/v1/keys).
+
+    Upstreams: a keep-alive pool of non-blocking connections per broker,
+    driven by the actor's own event loop (fd watches): a long-poll waiting
+    at a broker holds a socket, never a thread. Each broker is probed with
+    GET /health every second; requests go round-robin to healthy brokers.
+    A request whose connection fails before its response began is retried
+    on another broker when that cannot duplicate work: the connection
+    could not be made or written, or the request is a GET (pops:
+    a lease taken by a broker that died expires). Everything else gets 502.
+
+    Receives  QN_MSG_HTTP_REQUEST / HTTP_CLOSED / HTTP_DRAINED from its
+              acceptor; START, STOP
+    Sends     QN_MSG_HTTP_RESPONSE to its acceptor (held in order while the
+              acceptor is full)
+    Owns      upstream sockets and their pools, in-flight requests, the key
+              table (refreshed from PostgreSQL every second and changed at
+              once by this proxy's own key routes), one PostgreSQL
+              connection (queries sent asynchronously, one at a time)
+    Failure   bad keys 401, roles 403, cluster-wide routes 403, unknown
+              routes 404/405, no broker 503, a broker failing mid-request
+              502; never logs a key, an assertion or a secret
+*/
+#include "actors/actors.h"
+#include "base/hashmap.h"
+#include "wire/http_api.h"
+#include "wire/json.h"
+#include "wire/msg_http.h"
+#include "wire/msg_types.h"
+#include "wire/proxy_keys.h"
+#include "wire/proxy_routes.h"
+#include "wire/tenant_assert.h"
+#include "wire/token_bucket.h"
+#include "wire/url.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <libpq-fe.h>
+#include <llhttp.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/socket.h>
+#include <math.h>
+#include <unistd.h>
+
+#define S_MAX_UPSTREAMS     16
+#define S_TICK_MS           250
+#define S_HEALTH_EVERY_MS   1000
+#define S_HEALTH_TIMEOUT_MS 1500
+#define S_KEYS_EVERY_MS     1000
+#define S_IDLE_MAX_MS       30000       //  Below the broker's IDLE_TIMEOUT_MS default
+#define S_MAX_RESPONSE      (64u * 1024 * 1024)
+
+typedef struct self self_t;
+typedef struct s_req s_req_t;
+typedef struct s_uconn s_uconn_t;
+
+typedef struct {
+    char url [256];
+    char host [200];
+    char port [8];
+    struct sockaddr_storage addr;
+    socklen_t addr_len;
+    bool healthy;
+    s_uconn_t *idle;            //  Pooled keep-alive connections
+    s_uconn_t *probe;           //  The health probe in flight, or NULL
+    int64_t probe_started_ms;
+} s_upstream_t;
+
+enum { S_CONNECTING, S_WRITING, S_READING, S_IDLE };
+
+struct s_uconn {
+    self_t *self;
+    int fd;
+    int up;                     //  Index into self->ups
+    int state;
+    bool reused;
+    qn_buf_t out;
+    size_t out_off;
+    llhttp_t parser;
+    int status;
+    qn_buf_t head;              //  Rebuilt response headers
+    qn_buf_t field, value;
+    bool in_value;
+    qn_buf_t body;
+    bool complete;
+    bool got_bytes;
+    s_req_t *req;               //  Not owned; NULL for a probe or when idle
+    bool probe;
+    int64_t idle_since_ms;
+    s_uconn_t *next;            //  In the idle list
+};
+
+struct s_req {
+    uint64_t id;
+    uint64_t conn_id;
+    uint32_t seq;
+    bool keep_alive;
+    char method [16];
+    char *target;               //  Owned
+    char *content_type;         //  Owned or NULL
+    char *body;                 //  Owned
+    size_t body_len;
+    char tenant [QN_TENANT_MAX + 1];
+    qn_role_t role;
+    char key_id [QN_KEY_ID_LEN + 1];
+    int attempts;
+    bool is_pop;                //  Counted as messages out on a 200
+    s_uconn_t *uc;
+};
+
+//  Per tenant: plan limits (from the key table) and unflushed usage.
+typedef struct {
+    int64_t requests, messages_in, messages_out, bytes_in, bytes_out, refused;
+} s_usage_t;
+
+typedef struct {
+    char name [QN_TENANT_MAX + 1];
+    qn_bucket_t requests;
+    qn_bucket_t messages;
+    int64_t max_body_bytes;     //  0: unlimited
+    int64_t max_batch;
+    s_usage_t usage;            //  Since the last flush
+} s_tenant_t;
+
+typedef struct {
+    char id [QN_KEY_ID_LEN + 1];
+    char tenant [QN_TENANT_MAX + 1];
+    qn_role_t role;
+    char *hash;                 //  Owned
+} s_key_t;
+
+typedef void (s_pg_fn) (self_t *self, PGresult *res, void *arg);
+typedef struct s_query s_query_t;
+struct s_query {
+    char *sql;
+    char *params [8];
+    int nparams;
+    s_pg_fn *cb;
+    void *arg;
+    s_query_t *next;
+};
+
+struct self {
+    qn_kernel_t *kernel;
+    const qn_config_t *config;
+    char acceptor [64];
+    s_upstream_t ups [S_MAX_UPSTREAMS];
+    int up_count;
+    int rr;
+    qn_hashmap_t *reqs;         //  id -> s_req_t
+    uint64_t next_id;
+    qn_hashmap_t *fds;          //  fd -> s_uconn_t
+    qn_hashmap_t *keys;         //  hash of id -> s_key_t
+    qn_hashmap_t *tenants;      //  hash of name -> s_tenant_t
+    int64_t flushed_ms;
+    bool keys_loaded;
+    int64_t keys_asked_ms;
+    int64_t health_ms;
+    uint64_t tick;
+    PGconn *pg;
+    bool pg_busy;
+    s_query_t *q_head, *q_tail;
+    //  Responses held while the acceptor is full, in order.
+    struct s_held *held_head, *held_tail;
+    bool held_waiting;
+};
+
+typedef struct s_held {
+    struct s_held *next;
+    msgpack_sbuffer body;
+    qn_frame_t frame;
+} s_held_t;
+
+static void s_uconn_close (self_t *self, s_uconn_t *uc);
+static void s_forward (self_t *self, s_req_t *req);
+static void s_pg_pump (self_t *self);
+
+// ------------------------------------------------------------------ answering
+static int
+s_send_held (self_t *self, s_held_t *h)
+{
+    qn_msg_t msg = {
+        .to = self->acceptor, .type = QN_MSG_HTTP_RESPONSE,
+        .body = h->body.data, .body_len = h->body.size, .frames = &h->frame, .frame_count = 1
+    };
+    return qn_send (self->kernel, &msg);
+}
+
+static void
+s_held_free (s_held_t *h)
+{
+    msgpack_sbuffer_destroy (&h->body);
+    free (h->frame.data);
+    free (h);
+}
+
+static void
+s_on_writable (void *self_, void *arg)
+{
+    (void) arg;
+    self_t *self = self_;
+    self->held_waiting = false;
+    while (self->held_head) {
+        s_held_t *h = self->held_head;
+        int rc = s_send_held (self, h);
+        if (rc == QN_EAGAIN) {
+            if (qn_on_writable (self->kernel, self->acceptor, s_on_writable, NULL) == 0)
+                self->held_waiting = true;
+            return;
+        }
+        self->held_head = h->next;
+        if (!self->held_head)
+            self->held_tail = NULL;
+        s_held_free (h);
+    }
+}
+
+//  Sends a serialised response (taken) for the request's connection and seq.
+static void
+s_respond_raw (self_t *self, uint64_t conn_id, uint32_t seq, bool keep_alive, qn_buf_t *resp)
+{
+    s_held_t *h = qn_zalloc (sizeof *h);
+    msgpack_sbuffer_init (&h->body);
+    msgpack_packer pk;
+    msgpack_packer_init (&pk, &h->body, msgpack_sbuffer_write);
+    qn_msg_http_response_t m = { .conn_id = conn_id, .seq = seq, .close = !keep_alive };
+    qn_msg_http_response_encode (&pk, &m);
+    size_t len;
+    h->frame.data = qn_buf_detach (resp, &len);
+    h->frame.len = len;
+    int rc = self->held_head ? QN_EAGAIN : s_send_held (self, h);
+    if (rc == QN_EAGAIN) {
+        if (self->held_tail)
+            self->held_tail->next = h;
+        else
+            self->held_head = h;
+        self->held_tail = h;
+        if (!self->held_waiting
+        &&  qn_on_writable (self->kernel, self->acceptor, s_on_writable, NULL) == 0)
+            self->held_waiting = true;
+        return;
+    }
+    s_held_free (h);
+}
+
+static void
+s_respond_json (self_t *self, uint64_t conn_id, uint32_t seq, bool keep_alive, int status,
+                const char *json, size_t len, const char *extra)
+{
+    qn_buf_t b = QN_BUF_INIT;
+    qn_http_response (&b, status, "application/json", extra, json, len, keep_alive);
+    s_respond_raw (self, conn_id, seq, keep_alive, &b);
+}
+
+static void
+s_respond_error (self_t *self, uint64_t conn_id, uint32_t seq, bool keep_alive, int status,
+                 const char *msg)
+{
+    qn_buf_t b = QN_BUF_INIT;
+    qn_jw_t w;
+    qn_jw_init (&w, &b);
+    qn_jw_obj (&w);
+    qn_jw_kstr (&w, "error", msg);
+    qn_jw_obj_end (&w);
+    s_respond_json (self, conn_id, seq, keep_alive, status, b.data, b.len, NULL);
+    qn_buf_free (&b);
+}
+
+static void
+s_req_free (self_t *self, s_req_t *req)
+{
+    qn_hashmap_remove (self->reqs, req->id);
+    free (req->target);
+    free (req->content_type);
+    free (req->body);
+    free (req);
+}
+
+//  Answers and frees the request.
+static void
+s_req_error (self_t *self, s_req_t *req, int status, const char *msg)
+{
+    s_respond_error (self, req->conn_id, req->seq, req->keep_alive, status, msg);
+    s_req_free (self, req);
+}
+
+// ------------------------------------------------------------------ tenants: limits and usage
+static uint64_t s_key_hash (const char *id);
+
+static s_tenant_t *
+s_tenant (self_t *self, const char *name)
+{
+    s_tenant_t *t = qn_hashmap_get (self->tenants, s_key_hash (name));
+    if (t && !strcmp (t->name, name))
+        return t;
+    t = qn_zalloc (sizeof *t);
+    snprintf (t->name, sizeof t->name, "%s", name);
+    qn_hashmap_put (self->tenants, s_key_hash (name), t);
+    return t;
+}
+
+//  The length of the array `member` of a JSON object body, or 0.
+static int64_t
+s_count_items (const char *body, size_t len, const char *member)
+{
+    qn_json_doc_t doc;
+    qn_json_doc_init (&doc);
+    int64_t n = 0;
+    if (len && qn_json_parse (&doc, body, len, 64) == 0 && qn_json_type (&doc, 0) == QN_JSON_OBJECT) {
+        int t = qn_json_get (&doc, 0, member);
+        if (t >= 0 && qn_json_type (&doc, t) == QN_JSON_ARRAY)
+            n = qn_json_size (&doc, t);
+    }
+    qn_json_doc_free (&doc);
+    return n;
+}
+
+// ------------------------------------------------------------------ upstream responses (llhttp)
+static void
+s_header_flush (s_uconn_t *uc)
+{
+    if (!uc->field.len)
+        return;
+    static const char *const skip [] = {
+        "connection", "keep-alive", "transfer-encoding", "content-length", "proxy-connection", NULL
+    };
+    bool keep = true;
+    for (int i = 0; skip [i]; i++)
+        if (uc->field.len == strlen (skip [i]) && !strncasecmp (uc->field.data, skip [i], uc->field.len))
+            keep = false;
+    if (keep) {
+        qn_buf_append (&uc->head, uc->field.data, uc->field.len);
+        qn_buf_puts (&uc->head, ": ");
+        qn_buf_append (&uc->head, uc->value.data, uc->value.len);
+        qn_buf_puts (&uc->head, "\r\n");
+    }
+    qn_buf_reset (&uc->field);
+    qn_buf_reset (&uc->value);
+    uc->in_value = false;
+}
+
+static int
+s_on_hfield (llhttp_t *p, const char *at, size_t len)
+{
+    s_uconn_t *uc = p->data;
+    if (uc->in_value)
+        s_header_flush (uc);
+    qn_buf_append (&uc->field, at, len);
+    return 0;
+}
+
+static int
+s_on_hvalue (llhttp_t *p, const char *at, size_t len)
+{
+    s_uconn_t *uc = p->data;
+    uc->in_value = true;
+    qn_buf_append (&uc->value, at, len);
+    return uc->head.len + uc->value.len > 64 * 1024 ? -1 : 0;
+}
+
+static int
+s_on_headers_complete (llhttp_t *p)
+{
+    s_uconn_t *uc = p->data;
+    s_header_flush (uc);
+    uc->status = p->status_code;
+    return 0;
+}
+
+static int
+s_on_body (llhttp_t *p, const char *at, size_t len)
+{
+    s_uconn_t *uc = p->data;
+    if (uc->body.len + len > S_MAX_RESPONSE)
+        return -1;
+    qn_buf_append (&uc->body, at, len);
+    return 0;
+}
+
+static int
+s_on_complete (llhttp_t *p)
+{
+    s_uconn_t *uc = p->data;
+    uc->complete = true;
+    return HPE_PAUSED;
+}
+
+static llhttp_settings_t s_settings;
+
+static void
+s_uconn_reset_response (s_uconn_t *uc)
+{
+    llhttp_init (&uc->parser, HTTP_RESPONSE, &s_settings);
+    uc->parser.data = uc;
+    uc->status = 0;
+    uc->complete = false;
+    uc->got_bytes = false;
+    uc->in_value = false;
+    qn_buf_reset (&uc->head);
+    qn_buf_reset (&uc->field);
+    qn_buf_reset (&uc->value);
+    qn_buf_reset (&uc->body);
+}
+
+// ------------------------------------------------------------------ upstream connections
+static void s_on_fd (void *self_, int fd, uint32_t events);
+
+static s_uconn_t *
+s_uconn_open (self_t *self, int up)
+{
+    s_upstream_t *u = &self->ups [up];
+    int fd = socket (u->addr.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+    if (fd < 0)
+        return NULL;
+    int one = 1;
+    setsockopt (fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+    int rc = connect (fd, (struct sockaddr *) &u->addr, u->addr_len);
+    if (rc && errno != EINPROGRESS) {
+        close (fd);
+        return NULL;
+    }
+    s_uconn_t *uc = qn_zalloc (sizeof *uc);
+    uc->self = self;
+    uc->fd = fd;
+    uc->up = up;
+    uc->state = S_CONNECTING;
+    s_uconn_reset_response (uc);
+    qn_hashmap_put (self->fds, (uint64_t) fd, uc);
+    qn_fd_watch (self->kernel, fd, QN_FD_OUT, s_on_fd);
+    return uc;
+}
+
+static void
+s_uconn_close (self_t *self, s_uconn_t *uc)
+{
+    qn_fd_unwatch (self->kernel, uc->fd);
+    qn_hashmap_remove (self->fds, (uint64_t) uc->fd);
+    close (uc->fd);
+    qn_buf_free (&uc->out);
+    qn_buf_free (&uc->head);
+    qn_buf_free (&uc->field);
+    qn_buf_free (&uc->value);
+    qn_buf_free (&uc->body);
+    free (uc);
+}
+
+//  Removes uc from its upstream's idle list (if it is there).
+static void
+s_idle_remove (self_t *self, s_uconn_t *uc)
+{
+    s_uconn_t **pp = &self->ups [uc->up].idle;
+    while (*pp && *pp != uc)
+        pp = &(*pp)->next;
+    if (*pp)
+        *pp = uc->next;
+    uc->next = NULL;
+}
+
+static void
+s_mark (self_t *self, int up, bool healthy)
+{
+    s_upstream_t *u = &self->ups [up];
+    if (u->healthy != healthy)
+        qn_info ("upstream %s: url=%s", healthy ? "healthy" : "down", u->url);
+    u->healthy = healthy;
+    if (!healthy)
+        while (u->idle) {
+            s_uconn_t *uc = u->idle;
+            u->idle = uc->next;
+            s_uconn_close (self, uc);
+        }
+}
+
+//  The request on uc failed before its response was complete.
+static void
+s_uconn_failed (self_t *self, s_uconn_t *uc)
+{
+    if (uc->probe) {
+        self->ups [uc->up].probe = NULL;
+        s_mark (self, uc->up, false);
+        s_uconn_close (self, uc);
+        return;
+    }
+    if (uc->state == S_IDLE) {
+        s_idle_remove (self, uc);
+        s_uconn_close (self, uc);
+        return;
+    }
+    s_req_t *req = uc->req;
+    bool unsent = uc->state == S_CONNECTING || (uc->state == S_WRITING && uc->out_off == 0);
+    bool retry = !uc->got_bytes && (unsent || !strcmp (req->method, "GET") || uc->reused);
+    if (!uc->reused)
+        s_mark (self, uc->up, false);
+    s_uconn_close (self, uc);
+    req->uc = NULL;
+    qn_count (self->kernel, "proxy_upstream_failures", 1);
+    //  A reused keep-alive connection the broker had closed is retried
+    //  once more than the upstream count allows.
+    if (retry && req->attempts <= self->up_count) {
+        s_forward (self, req);
+        return;
+    }
+    s_req_error (self, req, 502, "Upstream failed");
+}
+
+//  A complete upstream response: rebuild it for the client, pool the
+//  connection.
+static void
+s_uconn_done (self_t *self, s_uconn_t *uc)
+{
+    if (uc->probe) {
+        self->ups [uc->up].probe = NULL;
+        s_mark (self, uc->up, uc->status == 200);
+        s_uconn_close (self, uc);
+        return;
+    }
+    s_req_t *req = uc->req;
+    qn_buf_t b = QN_BUF_INIT;
+    qn_buf_printf (&b, "HTTP/1.1 %d %s\r\n", uc->status, qn_http_reason (uc->status));
+    qn_buf_append (&b, uc->head.data, uc->head.len);
+    bool no_body = uc->status < 200 || uc->status == 204 || uc->status == 304;
+    if (!no_body)
+        qn_buf_printf (&b, "Content-Length: %zu\r\n", uc->body.len);
+    qn_buf_puts (&b, req->keep_alive ? "Connection: keep-alive\r\n\r\n" : "Connection: close\r\n\r\n");
+    if (!no_body)
+        qn_buf_append (&b, uc->body.data, uc->body.len);
+    s_tenant_t *ten = s_tenant (self, req->tenant);
+    ten->usage.bytes_out += (int64_t) uc->body.len;
+    if (req->is_pop && uc->status == 200)
+        ten->usage.messages_out += s_count_items (uc->body.data, uc->body.len, "messages");
+    s_respond_raw (self, req->conn_id, req->seq, req->keep_alive, &b);
+    qn_count (self->kernel, "proxy_forwarded", 1);
+    bool keep = llhttp_should_keep_alive (&uc->parser);
+    req->uc = NULL;
+    s_req_free (self, req);
+    uc->req = NULL;
+    if (!keep || !self->ups [uc->up].healthy) {
+        s_uconn_close (self, uc);
+        return;
+    }
+    llhttp_resume (&uc->parser);
+    s_uconn_reset_response (uc);
+    uc->state = S_IDLE;
+    uc->idle_since_ms = qn_now_ms ();
+    qn_buf_reset (&uc->out);
+    uc->out_off = 0;
+    uc->next = self->ups [uc->up].idle;
+    self->ups [uc->up].idle = uc;
+    qn_fd_modify (self->kernel, uc->fd, QN_FD_IN);
+}
+
+static void
+s_uconn_write (self_t *self, s_uconn_t *uc)
+{
+    while (uc->out_off < uc->out.len) {
+        ssize_t n = send (uc->fd, uc->out.data + uc->out_off, uc->out.len - uc->out_off, MSG_NOSIGNAL);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+            qn_fd_modify (self->kernel, uc->fd, QN_FD_OUT);
+            return;
+        }
+        if (n <= 0) {
+            s_uconn_failed (self, uc);
+            return;
+        }
+        uc->out_off += (size_t) n;
+    }
+    uc->state = S_READING;
+    qn_fd_modify (self->kernel, uc->fd, QN_FD_IN);
+}
+
+static void
+s_uconn_read (self_t *self, s_uconn_t *uc)
+{
+    char buf [65536];
+    for (;;) {
+        ssize_t n = recv (uc->fd, buf, sizeof buf, 0);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
+            return;
+        if (uc->state == S_IDLE) {
+            //  The broker closed a pooled connection (or sent junk).
+            s_idle_remove (self, uc);
+            s_uconn_close (self, uc);
+            return;
+        }
+        if (n <= 0) {
+            if (n == 0 && llhttp_finish (&uc->parser) == HPE_OK && uc->complete) {
+                s_uconn_done (self, uc);
+                return;
+            }
+            s_uconn_failed (self, uc);
+            return;
+        }
+        uc->got_bytes = true;
+        llhttp_errno_t e = llhttp_execute (&uc->parser, buf, (size_t) n);
+        if (e == HPE_PAUSED && uc->complete) {
+            s_uconn_done (self, uc);
+            return;
+        }
+        if (e != HPE_OK) {
+            uc->got_bytes = true;       //  Never retried: the broker answered something
+            s_uconn_failed (self, uc);
+            return;
+        }
+    }
+}
+
+static void
+s_on_fd (void *self_, int fd, uint32_t events)
+{
+    self_t *self = self_;
+    if (self->pg && fd == PQsocket (self->pg)) {
+        if (!PQconsumeInput (self->pg))
+            qn_warn ("postgresql connection: %s", PQerrorMessage (self->pg));
+        s_pg_pump (self);
+        return;
+    }
+    s_uconn_t *uc = qn_hashmap_get (self->fds, (uint64_t) fd);
+    if (!uc)
+        return;
+    if (uc->state == S_CONNECTING) {
+        int err = 0;
+        socklen_t len = sizeof err;
+        if (getsockopt (fd, SOL_SOCKET, SO_ERROR, &err, &len) || err || (events & QN_FD_ERR)) {
+            s_uconn_failed (self, uc);
+            return;
+        }
+        uc->state = S_WRITING;
+        s_uconn_write (self, uc);
+        return;
+    }
+    if (uc->state == S_WRITING) {
+        if (events & (QN_FD_ERR | QN_FD_HUP)) {
+            s_uconn_failed (self, uc);
+            return;
+        }
+        s_uconn_write (self, uc);
+        return;
+    }
+    s_uconn_read (self, uc);
+}
+
+// ------------------------------------------------------------------ forwarding
+static int
+s_pick (self_t *self)
+{
+    for (int i = 0; i < self->up_count; i++) {
+        int up = (self->rr + i) % self->up_count;
+        if (self->ups [up].healthy) {
+            self->rr = up + 1;
+            return up;
+        }
+    }
+    return -1;
+}
+
+static void
+s_forward (self_t *self, s_req_t *req)
+{
+    req->attempts++;
+    int up = s_pick (self);
+    if (up < 0) {
+        s_req_error (self, req, 503, "No upstream available");
+        return;
+    }
+    s_upstream_t *u = &self->ups [up];
+    s_uconn_t *uc = u->idle;
+    if (uc) {
+        u->idle = uc->next;
+        uc->next = NULL;
+        uc->reused = true;
+    }
+    else {
+        uc = s_uconn_open (self, up);
+        if (!uc) {
+            s_mark (self, up, false);
+            if (req->attempts <= self->up_count)
+                s_forward (self, req);
+            else
+                s_req_error (self, req, 502, "Upstream failed");
+            return;
+        }
+    }
+    uc->req = req;
+    req->uc = uc;
+    qn_buf_t a = QN_BUF_INIT;
+    const char *secret = self->config->tenant_assertion_secret;
+    qn_tassert_encode (&a, secret, strlen (secret), req->tenant, req->role, req->key_id,
+                       qn_wall_us () / 1000000);
+    qn_buf_reset (&uc->out);
+    uc->out_off = 0;
+    qn_buf_printf (&uc->out, "%s %s HTTP/1.1\r\nHost: %s:%s\r\n", req->method, req->target,
+                   u->host, u->port);
+    if (req->content_type)
+        qn_buf_printf (&uc->out, "Content-Type: %s\r\n", req->content_type);
+    qn_buf_puts (&uc->out, "X-Queen-Assertion: ");
+    qn_buf_append (&uc->out, a.data, a.len);
+    qn_buf_printf (&uc->out, "\r\nContent-Length: %zu\r\nConnection: keep-alive\r\n\r\n", req->body_len);
+    qn_buf_append (&uc->out, req->body, req->body_len);
+    qn_buf_free (&a);
+    if (uc->state == S_IDLE) {
+        uc->state = S_WRITING;
+        s_uconn_write (self, uc);
+    }
+}
+
+// ------------------------------------------------------------------ PostgreSQL (async, one query at a time)
+static void
+s_query (self_t *self, const char *sql, const char *const *params, int n, s_pg_fn *cb, void *arg)
+{
+    s_query_t *q = qn_zalloc (sizeof *q);
+    q->sql = qn_strdup (sql);
+    for (int i = 0; i < n; i++)
+        q->params [i] = params [i] ? qn_strdup (params [i]) : NULL;
+    q->nparams = n;
+    q->cb = cb;
+    q->arg = arg;
+    if (self->q_tail)
+        self->q_tail->next = q;
+    else
+        self->q_head = q;
+    self->q_tail = q;
+    s_pg_pump (self);
+}
+
+static void
+s_query_free (s_query_t *q)
+{
+    free (q->sql);
+    for (int i = 0; i < q->nparams; i++)
+        free (q->params [i]);
+    free (q);
+}
+
+static void
+s_pg_pump (self_t *self)
+{
+    while (self->pg) {
+        if (self->pg_busy) {
+            if (PQisBusy (self->pg))
+                return;
+            PGresult *res = PQgetResult (self->pg), *extra;
+            while ((extra = PQgetResult (self->pg)))
+                PQclear (extra);
+            s_query_t *q = self->q_head;
+            self->q_head = q->next;
+            if (!self->q_head)
+                self->q_tail = NULL;
+            self->pg_busy = false;
+            q->cb (self, res, q->arg);
+            PQclear (res);
+            s_query_free (q);
+            continue;
+        }
+        if (!self->q_head)
+            return;
+        if (PQstatus (self->pg) != CONNECTION_OK)
+            PQreset (self->pg);         //  Blocking, at most once per query; logged below
+        s_query_t *q = self->q_head;
+        if (PQstatus (self->pg) != CONNECTION_OK
+        ||  !PQsendQueryParams (self->pg, q->sql, q->nparams, NULL,
+                                (const char *const *) q->params, NULL, NULL, 0)) {
+            qn_warn ("postgresql unavailable: %s", PQerrorMessage (self->pg));
+            self->q_head = q->next;
+            if (!self->q_head)
+                self->q_tail = NULL;
+            q->cb (self, NULL, q->arg);
+            s_query_free (q);
+            continue;
+        }
+        self->pg_busy = true;
+        qn_fd_unwatch (self->kernel, PQsocket (self->pg));
+        qn_fd_watch (self->kernel, PQsocket (self->pg), QN_FD_IN, s_on_fd);
+        return;
+    }
+}
+
+static bool
+s_res_ok (PGresult *res)
+{
+    return res && (PQresultStatus (res) == PGRES_TUPLES_OK || PQresultStatus (res) == PGRES_COMMAND_OK);
+}
+
+// ------------------------------------------------------------------ the key table
+static uint64_t
+s_key_hash (const char *id)
+{
+    uint64_t h = 1469598103934665603ULL;
+    for (const char *p = id; *p; p++)
+        h = (h ^ (unsigned char) *p) * 1099511628211ULL;
+    return h;
+}
+
+static void
+s_key_free_each (void *arg, uint64_t key, void *value)
+{
+    (void) arg;
+    (void) key;
+    s_key_t *k = value;
+    free (k->hash);
+    free (k);
+}
+
+static void
+s_keys_put (qn_hashmap_t *map, const char *id, const char *tenant, qn_role_t role, const char *hash)
+{
+    s_key_t *k = qn_zalloc (sizeof *k);
+    snprintf (k->id, sizeof k->id, "%s", id);
+    snprintf (k->tenant, sizeof k->tenant, "%s", tenant);
+    k->role = role;
+    k->hash = qn_strdup (hash);
+    s_key_t *old = qn_hashmap_remove (map, s_key_hash (id));
+    if (old)
+        s_key_free_each (NULL, 0, old);
+    qn_hashmap_put (map, s_key_hash (id), k);
+}
+
+static void
+s_on_keys (self_t *self, PGresult *res, void *arg)
+{
+    (void) arg;
+    if (!s_res_ok (res)) {
+        qn_warn ("key table not refreshed (the last one stays in use)");
+        return;
+    }
+    qn_hashmap_t *map = qn_hashmap_new ();
+    for (int r = 0; r < PQntuples (res); r++) {
+        const char *role = PQgetvalue (res, r, 2);
+        s_keys_put (map, PQgetvalue (res, r, 0), PQgetvalue (res, r, 1),
+                    qn_role_parse (role, strlen (role)), PQgetvalue (res, r, 3));
+        s_tenant_t *t = s_tenant (self, PQgetvalue (res, r, 1));
+        double rps = PQgetisnull (res, r, 4) ? 0 : atof (PQgetvalue (res, r, 4));
+        double mps = PQgetisnull (res, r, 5) ? 0 : atof (PQgetvalue (res, r, 5));
+        qn_bucket_set (&t->requests, rps, rps);
+        qn_bucket_set (&t->messages, mps, mps);
+        t->max_body_bytes = PQgetisnull (res, r, 6) ? 0 : atoll (PQgetvalue (res, r, 6));
+        t->max_batch = PQgetisnull (res, r, 7) ? 0 : atoll (PQgetvalue (res, r, 7));
+    }
+    if (!self->keys_loaded)
+        qn_info ("key table loaded: keys=%d", PQntuples (res));
+    qn_hashmap_each (self->keys, s_key_free_each, NULL);
+    qn_hashmap_destroy (&self->keys);
+    self->keys = map;
+    self->keys_loaded = true;
+}
+
+static void
+s_keys_refresh (self_t *self)
+{
+    self->keys_asked_ms = qn_now_ms ();
+    s_query (self, "SELECT id, tenant, role, hash, requests_per_s, messages_per_s, max_body_bytes,"
+                   " max_batch FROM queen_proxy.keys_active()", NULL, 0, s_on_keys, NULL);
+}
+
+// ------------------------------------------------------------------ usage metering
+typedef struct {
+    char tenant [QN_TENANT_MAX + 1];
+    s_usage_t usage;
+} s_flush_t;
+
+static bool
+s_usage_empty (const s_usage_t *u)
+{
+    return !u->requests && !u->messages_in && !u->messages_out && !u->bytes_in && !u->bytes_out
+        && !u->refused;
+}
+
+static void
+s_usage_params (const char *tenant, const s_usage_t *u, char v [6][24], const char *p [7])
+{
+    const int64_t n [6] = { u->requests, u->messages_in, u->messages_out, u->bytes_in, u->bytes_out,
+                            u->refused };
+    p [0] = tenant;
+    for (int i = 0; i < 6; i++) {
+        snprintf (v [i], sizeof v [i], "%lld", (long long) n [i]);
+        p [i + 1] = v [i];
+    }
+}
+
+#define S_USAGE_SQL "SELECT queen_proxy.usage_add ($1, $2, $3, $4, $5, $6, $7)"
+
+static void
+s_usage_add (s_usage_t *to, const s_usage_t *from)
+{
+    to->requests += from->requests;
+    to->messages_in += from->messages_in;
+    to->messages_out += from->messages_out;
+    to->bytes_in += from->bytes_in;
+    to->bytes_out += from->bytes_out;
+    to->refused += from->refused;
+}
+
+//  A failed flush puts its figures back, so the next one carries them.
+static void
+s_on_flushed (self_t *self, PGresult *res, void *arg)
+{
+    s_flush_t *f = arg;
+    if (!s_res_ok (res)) {
+        qn_warn ("usage not written, kept for the next flush: tenant=%s", f->tenant);
+        s_usage_add (&s_tenant (self, f->tenant)->usage, &f->usage);
+    }
+    free (f);
+}
+
+static void
+s_flush_each (void *arg, uint64_t key, void *value)
+{
+    (void) key;
+    self_t *self = arg;
+    s_tenant_t *t = value;
+    if (s_usage_empty (&t->usage))
+        return;
+    s_flush_t *f = qn_zalloc (sizeof *f);
+    snprintf (f->tenant, sizeof f->tenant, "%s", t->name);
+    f->usage = t->usage;
+    memset (&t->usage, 0, sizeof t->usage);
+    char v [6][24];
+    const char *p [7];
+    s_usage_params (f->tenant, &f->usage, v, p);
+    s_query (self, S_USAGE_SQL, p, 7, s_on_flushed, f);
+}
+
+static void
+s_flush (self_t *self)
+{
+    self->flushed_ms = qn_now_ms ();
+    qn_hashmap_each (self->tenants, s_flush_each, self);
+}
+
+//  At shutdown: blocking, after the query in flight (if any) is done.
+static void
+s_flush_sync_each (void *arg, uint64_t key, void *value)
+{
+    (void) key;
+    self_t *self = arg;
+    s_tenant_t *t = value;
+    if (s_usage_empty (&t->usage))
+        return;
+    char v [6][24];
+    const char *p [7];
+    s_usage_params (t->name, &t->usage, v, p);
+    PGresult *res = PQexecParams (self->pg, S_USAGE_SQL, 7, NULL, p, NULL, NULL, 0);
+    if (!s_res_ok (res))
+        qn_warn ("usage not written at shutdown: tenant=%s error=%s", t->name, PQerrorMessage (self->pg));
+    else
+        memset (&t->usage, 0, sizeof t->usage);
+    PQclear (res);
+}
+
+static void
+s_flush_sync (self_t *self)
+{
+    if (!self->pg)
+        return;
+    PQsetnonblocking (self->pg, 0);
+    //  Finish what is queued (its callbacks run), then write what is left.
+    while (self->q_head) {
+        if (self->pg_busy) {
+            PGresult *res = PQgetResult (self->pg), *extra;
+            while ((extra = PQgetResult (self->pg)))
+                PQclear (extra);
+            s_query_t *q = self->q_head;
+            self->q_head = q->next;
+            if (!self->q_head)
+                self->q_tail = NULL;
+            self->pg_busy = false;
+            q->cb (self, res, q->arg);
+            PQclear (res);
+            s_query_free (q);
+        }
+        else
+            s_pg_pump (self);
+    }
+    qn_hashmap_each (self->tenants, s_flush_sync_each, self);
+}
+
+// ------------------------------------------------------------------ the proxy's own routes
+typedef struct {
+    uint64_t req_id;
+    qn_key_new_t key;
+    qn_role_t role;
+} s_keyop_t;
+
+static void
+s_on_key_created (self_t *self, PGresult *res, void *arg)
+{
+    s_keyop_t *op = arg;
+    s_req_t *req = qn_hashmap_get (self->reqs, op->req_id);
+    if (req && !s_res_ok (res))
+        s_req_error (self, req, 503, "Key store unavailable");
+    else
+    if (req) {
+        s_keys_put (self->keys, op->key.id, req->tenant, op->role, op->key.hash);
+        qn_buf_t b = QN_BUF_INIT;
+        qn_jw_t w;
+        qn_jw_init (&w, &b);
+        qn_jw_obj (&w);
+        qn_jw_kstr (&w, "id", op->key.id);
+        qn_jw_kstr (&w, "key", op->key.key);
+        qn_jw_kstr (&w, "tenant", req->tenant);
+        qn_jw_kstr (&w, "role", qn_role_name (op->role));
+        qn_jw_obj_end (&w);
+        s_respond_json (self, req->conn_id, req->seq, req->keep_alive, 201, b.data, b.len, NULL);
+        qn_buf_free (&b);
+        s_req_free (self, req);
+    }
+    memset (&op->key, 0, sizeof op->key);
+    free (op);
+}
+
+static void
+s_on_key_revoked (self_t *self, PGresult *res, void *arg)
+{
+    s_keyop_t *op = arg;
+    s_req_t *req = qn_hashmap_get (self->reqs, op->req_id);
+    if (req && !s_res_ok (res))
+        s_req_error (self, req, 503, "Key store unavailable");
+    else
+    if (req) {
+        bool revoked = PQntuples (res) == 1 && !strcmp (PQgetvalue (res, 0, 0), "t");
+        if (!revoked)
+            s_req_error (self, req, 404, "Key not found");
+        else {
+            //  At once for this proxy; other proxies within one refresh.
+            s_key_t *k = qn_hashmap_remove (self->keys, s_key_hash (op->key.id));
+            if (k)
+                s_key_free_each (NULL, 0, k);
+            const char json [] = "{\"revoked\":true}";
+            s_respond_json (self, req->conn_id, req->seq, req->keep_alive, 200, json, sizeof json - 1, NULL);
+            s_req_free (self, req);
+        }
+    }
+    free (op);
+}
+
+static void
+s_on_keys_listed (self_t *self, PGresult *res, void *arg)
+{
+    s_keyop_t *op = arg;
+    s_req_t *req = qn_hashmap_get (self->reqs, op->req_id);
+    if (req && !s_res_ok (res))
+        s_req_error (self, req, 503, "Key store unavailable");
+    else
+    if (req) {
+        qn_buf_t b = QN_BUF_INIT;
+        qn_jw_t w;
+        qn_jw_init (&w, &b);
+        qn_jw_obj (&w);
+        qn_jw_key (&w, "keys");
+        qn_jw_arr (&w);
+        for (int r = 0; r < PQntuples (res); r++) {
+            qn_jw_obj (&w);
+            qn_jw_kstr (&w, "id", PQgetvalue (res, r, 0));
+            qn_jw_kstr (&w, "role", PQgetvalue (res, r, 1));
+            qn_jw_kstr (&w, "label", PQgetvalue (res, r, 2));
+            qn_jw_kbool (&w, "revoked", !PQgetisnull (res, r, 4));
+            qn_jw_obj_end (&w);
+        }
+        qn_jw_arr_end (&w);
+        qn_jw_obj_end (&w);
+        s_respond_json (self, req->conn_id, req->seq, req->keep_alive, 200, b.data, b.len, NULL);
+        qn_buf_free (&b);
+        s_req_free (self, req);
+    }
+    free (op);
+}
+
+//  Flushed figures plus this proxy's unflushed ones.
+static void
+s_on_usage (self_t *self, PGresult *res, void *arg)
+{
+    s_keyop_t *op = arg;
+    s_req_t *req = qn_hashmap_get (self->reqs, op->req_id);
+    if (req && (!s_res_ok (res) || PQntuples (res) != 1))
+        s_req_error (self, req, 503, "Usage store unavailable");
+    else
+    if (req) {
+        const s_usage_t *u = &s_tenant (self, req->tenant)->usage;
+        const char *names [6] = { "requests", "messagesIn", "messagesOut", "bytesIn", "bytesOut", "refused" };
+        const int64_t mem [6] = { u->requests, u->messages_in, u->messages_out, u->bytes_in,
+                                  u->bytes_out, u->refused };
+        qn_buf_t b = QN_BUF_INIT;
+        qn_jw_t w;
+        qn_jw_init (&w, &b);
+        qn_jw_obj (&w);
+        qn_jw_kstr (&w, "tenant", req->tenant);
+        for (int i = 0; i < 6; i++)
+            qn_jw_kint (&w, names [i], atoll (PQgetvalue (res, 0, i)) + mem [i]);
+        qn_jw_obj_end (&w);
+        s_respond_json (self, req->conn_id, req->seq, req->keep_alive, 200, b.data, b.len, NULL);
+        qn_buf_free (&b);
+        s_req_free (self, req);
+    }
+    free (op);
+}
+
+static void
+s_local (self_t *self, s_req_t *req, const qn_pr_route_t *route, const qn_url_t *url)
+{
+    if (!strcmp (route->pattern, "/health")) {
+        int healthy = 0;
+        for (int i = 0; i < self->up_count; i++)
+            healthy += self->ups [i].healthy;
+        qn_buf_t b = QN_BUF_INIT;
+        qn_jw_t w;
+        qn_jw_init (&w, &b);
+        qn_jw_obj (&w);
+        qn_jw_kstr (&w, "status", healthy ? "healthy" : "degraded");
+        qn_jw_kint (&w, "upstreams", self->up_count);
+        qn_jw_kint (&w, "healthyUpstreams", healthy);
+        qn_jw_obj_end (&w);
+        s_respond_json (self, req->conn_id, req->seq, req->keep_alive, healthy ? 200 : 503,
+                        b.data, b.len, NULL);
+        qn_buf_free (&b);
+        s_req_free (self, req);
+        return;
+    }
+    if (!strcmp (route->pattern, "/proxy/v1/whoami")) {
+        qn_buf_t b = QN_BUF_INIT;
+        qn_jw_t w;
+        qn_jw_init (&w, &b);
+        qn_jw_obj (&w);
+        qn_jw_kstr (&w, "tenant", req->tenant);
+        qn_jw_kstr (&w, "role", qn_role_name (req->role));
+        qn_jw_kstr (&w, "keyId", req->key_id);
+        qn_jw_obj_end (&w);
+        s_respond_json (self, req->conn_id, req->seq, req->keep_alive, 200, b.data, b.len, NULL);
+        qn_buf_free (&b);
+        s_req_free (self, req);
+        return;
+    }
+    s_keyop_t *op = qn_zalloc (sizeof *op);
+    op->req_id = req->id;
+    if (!strcmp (route->pattern, "/proxy/v1/usage")) {
+        const char *p [1] = { req->tenant };
+        s_query (self, "SELECT requests, messages_in, messages_out, bytes_in, bytes_out, refused"
+                       " FROM queen_proxy.usage_total ($1)", p, 1, s_on_usage, op);
+        return;
+    }
+    if (!strcmp (req->method, "GET")) {
+        const char *p [1] = { req->tenant };
+        s_query (self, "SELECT id, role, label, created_at, revoked_at FROM queen_proxy.keys_list ($1)",
+                 p, 1, s_on_keys_listed, op);
+        return;
+    }
+    if (!strcmp (req->method, "DELETE")) {
+        snprintf (op->key.id, sizeof op->key.id, "%.*s", (int) url->seg_len [3], url->segments [3]);
+        const char *p [2] = { req->tenant, op->key.id };
+        s_query (self, "SELECT queen_proxy.key_revoke ($1, $2)", p, 2, s_on_key_revoked, op);
+        return;
+    }
+    //  POST /proxy/v1/keys {"role": "...", "label": "..."}
+    qn_json_doc_t doc;
+    qn_json_doc_init (&doc);
+    qn_buf_t role = QN_BUF_INIT, label = QN_BUF_INIT;
+    int t;
+    const char *bad = NULL;
+    if (qn_json_parse (&doc, req->body, req->body_len, 8) || qn_json_type (&doc, 0) != QN_JSON_OBJECT)
+        bad = "Request body must be a JSON object";
+    else
+    if ((t = qn_json_get (&doc, 0, "role")) < 0 || qn_json_str (&doc, t, &role)
+    ||  (op->role = qn_role_parse (role.data, role.len)) == QN_ROLE_NONE)
+        bad = "role must be one of admin, read-write, read-only, producer, consumer";
+    else
+    if ((t = qn_json_get (&doc, 0, "label")) >= 0
+    &&  (qn_json_str (&doc, t, &label) || label.len > 200))
+        bad = "label must be a string of at most 200 bytes";
+    else
+    if (qn_key_generate (&op->key))
+        bad = NULL, op->role = QN_ROLE_NONE;
+    qn_json_doc_free (&doc);
+    if (bad || op->role == QN_ROLE_NONE) {
+        s_req_error (self, req, bad ? 400 : 500, bad ? bad : "Key generation failed");
+        qn_buf_free (&role);
+        qn_buf_free (&label);
+        free (op);
+        return;
+    }
+    const char *p [5] = { op->key.id, req->tenant, qn_role_name (op->role), op->key.hash,
+                          label.len ? label.data : "" };
+    s_query (self, "SELECT queen_proxy.key_create ($1, $2, $3, $4, $5)", p, 5, s_on_key_created, op);
+    qn_buf_free (&role);
+    qn_buf_free (&label);
+}
+
+// ------------------------------------------------------------------ requests
+//  The key of a request: "Authorization: Bearer qk_..." or "X-API-Key".
+static const s_key_t *
+s_authenticate (self_t *self, const char *presented, size_t len)
+{
+    char id [QN_KEY_ID_LEN + 1];
+    const char *secret;
+    size_t slen;
+    if (qn_key_parse (presented, len, id, &secret, &slen))
+        return NULL;
+    const s_key_t *k = qn_hashmap_get (self->keys, s_key_hash (id));
+    if (!k || strcmp (k->id, id) || !qn_key_verify (k->hash, secret, slen))
+        return NULL;
+    return k;
+}
+
+static int
+s_on_request (void *self_, const qn_env_t *env)
+{
+    self_t *self = self_;
+    msgpack_unpacked holder;
+    msgpack_unpacked_init (&holder);
+    qn_msg_http_request_t m;
+    if (qn_msg_http_request_decode (env->body.ptr, env->body.len, &holder, &m)) {
+        msgpack_unpacked_destroy (&holder);
+        return QN_EPROTO;
+    }
+    s_req_t *req = qn_zalloc (sizeof *req);
+    req->id = ++self->next_id;
+    req->conn_id = m.conn_id;
+    req->seq = m.seq;
+    req->keep_alive = m.keep_alive;
+    snprintf (req->method, sizeof req->method, "%.*s", (int) m.method_len, m.method);
+    req->target = qn_strndup (m.target, m.target_len);
+    req->body_len = env->frame_count ? env->frames [0].len : 0;
+    req->body = qn_strndup (env->frame_count ? env->frames [0].ptr : "", req->body_len);
+    qn_hashmap_put (self->reqs, req->id, req);
+    bool forged = false;
+    char *presented = NULL;
+    for (uint32_t i = 0; i < m.header_count; i++) {
+        qn_http_header_t h;
+        qn_msg_http_request_header (&m, i, &h);
+        if ((h.name_len == sizeof QN_TENANT_HEADER - 1 && !strncasecmp (h.name, QN_TENANT_HEADER, h.name_len))
+        ||  (h.name_len == sizeof QN_TASSERT_HEADER - 1 && !strncasecmp (h.name, QN_TASSERT_HEADER, h.name_len)))
+            forged = true;
+        else
+        if (h.name_len == 12 && !strncasecmp (h.name, "content-type", 12)) {
+            free (req->content_type);
+            req->content_type = qn_strndup (h.value, h.value_len);
+        }
+        else
+        if (h.name_len == 13 && !strncasecmp (h.name, "authorization", 13)) {
+            const char *v = h.value;
+            size_t n = h.value_len;
+            if (n >= 7 && !strncasecmp (v, "bearer ", 7))
+                v += 7, n -= 7;
+            free (presented);
+            presented = qn_strndup (v, n);
+        }
+        else
+        if (h.name_len == 9 && !strncasecmp (h.name, "x-api-key", 9)) {
+            free (presented);
+            presented = qn_strndup (h.value, h.value_len);
+        }
+    }
+    msgpack_unpacked_destroy (&holder);
+    qn_url_t url;
+    if (qn_url_parse (&url, req->target, strlen (req->target))) {
+        free (presented);
+        s_req_error (self, req, 400, "Malformed request target");
+        return 0;
+    }
+    qn_pr_route_t route = qn_proxy_route (req->method, &url);
+    const char *refuse = NULL;
+    int status = 0;
+    if (forged)
+        status = 401, refuse = "Unverifiable tenant";
+    else
+    if (route.kind == QN_PR_UNKNOWN)
+        status = route.path_known ? 405 : 404, refuse = route.path_known ? "Method not allowed" : "Not found";
+    else
+    if (!route.public_) {
+        const s_key_t *k = presented ? s_authenticate (self, presented, strlen (presented)) : NULL;
+        if (!presented || !*presented)
+            status = 401, refuse = "Authentication required";
+        else
+        if (!k)
+            status = 401, refuse = "Invalid API key";
+        else {
+            snprintf (req->tenant, sizeof req->tenant, "%s", k->tenant);
+            snprintf (req->key_id, sizeof req->key_id, "%s", k->id);
+            req->role = k->role;
+            if (route.kind == QN_PR_CLUSTER)
+                status = 403, refuse = "Not available to tenants";
+            else
+            if (!qn_proxy_route_allows (&route, k->role))
+                status = 403, refuse = "Insufficient permissions";
+        }
+    }
+    free (presented);
+    char retry_after [64] = "";
+    if (!refuse && req->tenant [0]) {
+        //  Plan limits, in-process and exact; every refusal is metered.
+        s_tenant_t *t = s_tenant (self, req->tenant);
+        t->usage.requests++;
+        t->usage.bytes_in += (int64_t) req->body_len;
+        int64_t wait_ms = 0, items = 0;
+        req->is_pop = route.kind == QN_PR_FORWARD && route.pattern && !strncmp (route.pattern, "/api/v1/pop", 11);
+        if (route.kind == QN_PR_FORWARD && !strcmp (route.pattern, "/api/v1/push"))
+            items = s_count_items (req->body, req->body_len, "items");
+        int64_t now_us = qn_now_ms () * 1000;
+        if (t->max_body_bytes && (int64_t) req->body_len > t->max_body_bytes)
+            status = 413, refuse = "Payload exceeds the plan's limit";
+        else
+        if (t->max_batch && items > t->max_batch)
+            status = 413, refuse = "Batch exceeds the plan's limit";
+        else
+        if (!qn_bucket_take (&t->requests, now_us, 1, &wait_ms))
+            status = 429, refuse = "Request rate limit exceeded";
+        else
+        if (items && !qn_bucket_take (&t->messages, now_us, (double) items, &wait_ms))
+            status = items > t->messages.burst ? 413 : 429,
+            refuse = items > t->messages.burst ? "Batch exceeds the plan's message rate"
+                                               : "Message rate limit exceeded";
+        else
+            t->usage.messages_in += items;
+        if (refuse)
+            t->usage.refused++;
+        if (status == 429)
+            snprintf (retry_after, sizeof retry_after, "Retry-After: %lld\r\n",
+                      (long long) ((wait_ms + 999) / 1000));
+    }
+    if (refuse) {
+        qn_count (self->kernel, status == 401 ? "proxy_refused_401" : "proxy_refused_4xx", 1);
+        qn_url_free (&url);
+        if (retry_after [0]) {
+            qn_buf_t b = QN_BUF_INIT;
+            qn_jw_t w;
+            qn_jw_init (&w, &b);
+            qn_jw_obj (&w);
+            qn_jw_kstr (&w, "error", refuse);
+            qn_jw_obj_end (&w);
+            s_respond_json (self, req->conn_id, req->seq, req->keep_alive, status, b.data, b.len, retry_after);
+            qn_buf_free (&b);
+            s_req_free (self, req);
+            return 0;
+        }
+        s_req_error (self, req, status, refuse);
+        return 0;
+    }
+    if (route.kind == QN_PR_LOCAL)
+        s_local (self, req, &route, &url);
+    else
+        s_forward (self, req);
+    qn_url_free (&url);
+    return 0;
+}
+
+typedef struct {
+    uint64_t conn_id;
+    qn_buf_t ids;
+} s_gone_t;
+
+static void
+s_collect (void *arg, uint64_t key, void *value)
+{
+    s_gone_t *g = arg;
+    s_req_t *req = value;
+    if (req->conn_id == g->conn_id)
+        qn_buf_append (&g->ids, &key, sizeof key);
+}
+
+//  The client went away: its forwarded requests' upstream connections are
+//  closed (a parked pop at a broker ends there too), never pooled.
+static int
+s_on_closed (void *self_, const qn_env_t *env)
+{
+    self_t *self = self_;
+    s_gone_t g = { 0, QN_BUF_INIT };
+    if (qn_msg_http_closed_decode (env->body.ptr, env->body.len, &g.conn_id))
+        return QN_EPROTO;
+    qn_hashmap_each (self->reqs, s_collect, &g);
+    for (size_t i = 0; i < g.ids.len / sizeof (uint64_t); i++) {
+        uint64_t id;
+        memcpy (&id, g.ids.data + i * sizeof id, sizeof id);
+        s_req_t *req = qn_hashmap_get (self->reqs, id);
+        if (req && req->uc) {
+            s_uconn_close (self, req->uc);
+            s_req_free (self, req);
+        }
+        //  A request waiting on PostgreSQL is freed by its callback's lookup.
+        else
+        if (req)
+            s_req_free (self, req);
+    }
+    qn_buf_free (&g.ids);
+    return 0;
+}
+
+//  Stopping: a long-poll waiting at a broker is answered empty now (204,
+//  as a draining broker answers its parked pops) instead of holding the
+//  shutdown; its lease, if the broker was already answering, expires.
+//  Other in-flight requests finish at their brokers.
+static void
+s_collect_pops (void *arg, uint64_t key, void *value)
+{
+    s_req_t *req = value;
+    if (req->is_pop && req->uc)
+        qn_buf_append (arg, &key, sizeof key);
+}
+
+static int
+s_on_drained (void *self_, const qn_env_t *env)
+{
+    (void) env;
+    self_t *self = self_;
+    qn_buf_t ids = QN_BUF_INIT;
+    qn_hashmap_each (self->reqs, s_collect_pops, &ids);
+    for (size_t i = 0; i < ids.len / sizeof (uint64_t); i++) {
+        uint64_t id;
+        memcpy (&id, ids.data + i * sizeof id, sizeof id);
+        s_req_t *req = qn_hashmap_get (self->reqs, id);
+        s_uconn_close (self, req->uc);
+        req->uc = NULL;
+        qn_buf_t b = QN_BUF_INIT;
+        qn_http_response (&b, 204, NULL, NULL, NULL, 0, false);
+        s_respond_raw (self, req->conn_id, req->seq, false, &b);
+        s_req_free (self, req);
+    }
+    qn_buf_free (&ids);
+    return 0;
+}
+
+// ------------------------------------------------------------------ periodic work
+static void
+s_probe (self_t *self, int up)
+{
+    s_upstream_t *u = &self->ups [up];
+    s_uconn_t *uc = s_uconn_open (self, up);
+    if (!uc) {
+        s_mark (self, up, false);
+        return;
+    }
+    uc->probe = true;
+    qn_buf_printf (&uc->out, "GET /health HTTP/1.1\r\nHost: %s:%s\r\nConnection: close\r\n\r\n",
+                   u->host, u->port);
+    u->probe = uc;
+    u->probe_started_ms = qn_now_ms ();
+}
+
+static void
+s_on_tick (void *self_, void *arg)
+{
+    (void) arg;
+    self_t *self = self_;
+    int64_t now = qn_now_ms ();
+    for (int i = 0; i < self->up_count; i++) {
+        s_upstream_t *u = &self->ups [i];
+        if (u->probe && now - u->probe_started_ms > S_HEALTH_TIMEOUT_MS) {
+            s_uconn_t *uc = u->probe;
+            u->probe = NULL;
+            s_uconn_close (self, uc);
+            s_mark (self, i, false);
+        }
+        //  Pooled connections idle too long are closed before the broker does.
+        s_uconn_t **pp = &u->idle;
+        while (*pp) {
+            s_uconn_t *uc = *pp;
+            if (now - uc->idle_since_ms > S_IDLE_MAX_MS) {
+                *pp = uc->next;
+                s_uconn_close (self, uc);
+            }
+            else
+                pp = &uc->next;
+        }
+    }
+    if (now - self->health_ms >= S_HEALTH_EVERY_MS) {
+        self->health_ms = now;
+        for (int i = 0; i < self->up_count; i++)
+            if (!self->ups [i].probe)
+                s_probe (self, i);
+    }
+    if (now - self->keys_asked_ms >= S_KEYS_EVERY_MS && !self->q_head)
+        s_keys_refresh (self);
+    if (now - self->flushed_ms >= self->config->proxy_usage_flush_ms)
+        s_flush (self);
+}
+
+// ------------------------------------------------------------------ lifecycle
+static int
+s_parse_upstreams (self_t *self, const char *list)
+{
+    const char *p = list;
+    while (p && *p) {
+        const char *comma = strchr (p, ',');
+        size_t n = comma ? (size_t) (comma - p) : strlen (p);
+        while (n && (*p == ' ' || *p == '\t'))
+            p++, n--;
+        while (n && (p [n - 1] == ' ' || p [n - 1] == '\t' || p [n - 1] == '/'))
+            n--;
+        if (n) {
+            if (self->up_count == S_MAX_UPSTREAMS || n >= sizeof self->ups [0].url
+            ||  n < 8 || strncmp (p, "http://", 7))
+                return -1;
+            s_upstream_t *u = &self->ups [self->up_count];
+            snprintf (u->url, sizeof u->url, "%.*s", (int) n, p);
+            char hostport [256];
+            snprintf (hostport, sizeof hostport, "%.*s", (int) (n - 7), p + 7);
+            char *colon = strrchr (hostport, ':');
+            if (colon && !strchr (colon, '/')) {
+                *colon = 0;
+                snprintf (u->port, sizeof u->port, "%.7s", colon + 1);
+            }
+            else
+                snprintf (u->port, sizeof u->port, "80");
+            snprintf (u->host, sizeof u->host, "%.199s", hostport);
+            struct addrinfo hints = { .ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM }, *ai = NULL;
+            if (!u->host [0] || getaddrinfo (u->host, u->port, &hints, &ai) || !ai)
+                return -1;
+            memcpy (&u->addr, ai->ai_addr, ai->ai_addrlen);
+            u->addr_len = ai->ai_addrlen;
+            freeaddrinfo (ai);
+            u->healthy = true;          //  Until a probe says otherwise
+            self->up_count++;
+        }
+        p = comma ? comma + 1 : NULL;
+    }
+    return self->up_count ? 0 : -1;
+}
+
+static int
+s_on_start (void *self_, const qn_env_t *env)
+{
+    (void) env;
+    self_t *self = self_;
+    qn_timer_add (self->kernel, S_TICK_MS, S_TICK_MS, s_on_tick, NULL);
+    s_on_tick (self, NULL);
+    return 0;
+}
+
+static void
+s_close_each (void *arg, uint64_t key, void *value)
+{
+    (void) key;
+    qn_buf_t *list = arg;
+    qn_buf_append (list, &value, sizeof value);
+}
+
+static int
+s_on_stop (void *self_, const qn_env_t *env)
+{
+    (void) env;
+    self_t *self = self_;
+    qn_buf_t list = QN_BUF_INIT;
+    qn_hashmap_each (self->fds, s_close_each, &list);
+    for (size_t i = 0; i < list.len / sizeof (void *); i++) {
+        s_uconn_t *uc;
+        memcpy (&uc, list.data + i * sizeof uc, sizeof uc);
+        s_uconn_close (self, uc);
+    }
+    qn_buf_free (&list);
+    for (int i = 0; i < self->up_count; i++)
+        self->ups [i].idle = self->ups [i].probe = NULL;
+    s_flush_sync (self);
+    return QN_DONE;
+}
+
+static void
+s_req_free_each (void *arg, uint64_t key, void *value)
+{
+    (void) arg;
+    (void) key;
+    s_req_t *req = value;
+    free (req->target);
+    free (req->content_type);
+    free (req->body);
+    free (req);
+}
+
+static void
+s_tenant_free_each (void *arg, uint64_t key, void *value)
+{
+    (void) arg;
+    (void) key;
+    free (value);
+}
+
+static void
+s_destroy (void **self_p)
+{
+    self_t *self = *self_p;
+    if (!self)
+        return;
+    qn_hashmap_each (self->reqs, s_req_free_each, NULL);
+    qn_hashmap_destroy (&self->reqs);
+    qn_hashmap_destroy (&self->fds);
+    if (self->keys)
+        qn_hashmap_each (self->keys, s_key_free_each, NULL);
+    qn_hashmap_destroy (&self->keys);
+    qn_hashmap_each (self->tenants, s_tenant_free_each, NULL);
+    qn_hashmap_destroy (&self->tenants);
+    while (self->q_head) {
+        s_query_t *q = self->q_head;
+        self->q_head = q->next;
+        if (q->cb == s_on_key_created || q->cb == s_on_key_revoked || q->cb == s_on_keys_listed
+        ||  q->cb == s_on_usage || q->cb == s_on_flushed)
+            free (q->arg);
+        s_query_free (q);
+    }
+    while (self->held_head) {
+        s_held_t *h = self->held_head;
+        self->held_head = h->next;
+        s_held_free (h);
+    }
+    if (self->pg)
+        PQfinish (self->pg);
+    free (self);
+    *self_p = NULL;
+}
+
+static const qn_route_t s_routes [] = {
+    { QN_MSG_START, s_on_start },
+    { QN_MSG_STOP, s_on_stop },
+    { QN_MSG_HTTP_REQUEST, s_on_request },
+    { QN_MSG_HTTP_CLOSED, s_on_closed },
+    { QN_MSG_HTTP_DRAINED, s_on_drained },
+    { 0, NULL }
+};
+
+qn_actor_t *
+qn_proxy_new (qn_kernel_t *kernel, const qn_config_t *config, const char *acceptor)
+{
+    s_settings.on_header_field = s_on_hfield;
+    s_settings.on_header_value = s_on_hvalue;
+    s_settings.on_headers_complete = s_on_headers_complete;
+    s_settings.on_body = s_on_body;
+    s_settings.on_message_complete = s_on_complete;
+    self_t *self = qn_zalloc (sizeof *self);
+    self->kernel = kernel;
+    self->config = config;
+    snprintf (self->acceptor, sizeof self->acceptor, "%s", acceptor);
+    self->reqs = qn_hashmap_new ();
+    self->fds = qn_hashmap_new ();
+    self->keys = qn_hashmap_new ();
+    self->tenants = qn_hashmap_new ();
+    self->flushed_ms = qn_now_ms ();
+    if (s_parse_upstreams (self, config->queen_upstreams)) {
+        qn_error ("QUEEN_UPSTREAMS must be a comma-separated list of http://host:port");
+        s_destroy ((void **) &self);
+        return NULL;
+    }
+    qn_pg_params_t p;
+    qn_pg_params (config, &p, 5);
+    self->pg = PQconnectdbParams (p.keys, p.values, 0);
+    if (PQstatus (self->pg) != CONNECTION_OK) {
+        qn_error ("cannot connect to PostgreSQL: %s", PQerrorMessage (self->pg));
+        s_destroy ((void **) &self);
+        return NULL;
+    }
+    PQsetnonblocking (self->pg, 1);
+    qn_info ("upstreams=%d", self->up_count);
+    return qn_actor_spawn (kernel, &(qn_actor_def_t) {
+        .name = "proxy", .routes = s_routes, .self = self, .destroy = s_destroy
+    });
+}

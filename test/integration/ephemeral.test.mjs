@@ -1,0 +1,243 @@
+//  test/integration/ephemeral.test.mjs - ephemeral queues (docs/ephemeral.md)
+//  on two brokers joined by the mesh (one PostgreSQL database, mesh ports
+//  from freePort()): work hand-off to exactly one waiting consumer on
+//  either broker, request/reply across brokers and its clean timeout,
+//  presence topics (cell-wide subscriber list, expiry, fan-out both ways,
+//  cache invalidation keys), bounds and overflow policies, memory under
+//  its cap under a flood, and all of it with PostgreSQL stopped while the
+//  durable queues answer 503 (pops) and spool (pushes).
+
+import { test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import net from 'node:net';
+import {
+    startBroker, createDatabase, freePort, http, request, waitFor, sleep, pgStop, pgStart,
+    configureQueue, pushItems,
+} from './lib.mjs';
+
+const SECRET = 'ephemeral-test-cell-secret-0123';
+const CAP = 256 * 1024;         //  EPHEMERAL_MAX_BYTES of broker A
+let A, B;
+
+async function start (env = {}) {
+    const meshPort = await freePort();
+    const b = await startBroker({
+        db: startBroker.db,
+        env: {
+            MESH_PORT: String(meshPort), MESH_SECRET: SECRET, MESH_HEARTBEAT_MS: '500', ...env,
+        },
+    });
+    b.meshId = `127.0.0.1:${meshPort}`;
+    return b;
+}
+
+const E = '/api/v1/ephemeral';
+
+function post (b, path, body, expect = [200, 201, 202]) {
+    return request(b.url, `${E}${path}`, { method: 'POST', body, expect });
+}
+
+function get (b, path, expect = [200, 204]) {
+    return request(b.url, `${E}${path}`, { expect, timeoutMs: 60000 });
+}
+
+before(async () => {
+    startBroker.db = await createDatabase('ephemeral');
+    A = await start({ EPHEMERAL_MAX_BYTES: String(CAP) });
+    B = await start();
+    for (const [x, y] of [[A, B], [B, A]]) {
+        await waitFor(async () => {
+            const h = await http(`${x.url}/health`);
+            return h.body.mesh?.peers?.some((p) => p.address === y.meshId && p.state === 'up');
+        }, 15000, 100);
+    }
+});
+
+after(async () => {
+    await pgStart().catch(() => {});
+    await A?.kill();
+    await B?.kill();
+});
+
+//  Starts a receive long-poll and resolves (to { rx }: the pending
+//  answer) once the broker holds it and, a mesh hop later, the peer knows.
+//  (Configuring the queue with {} reads its state; it sets the defaults.)
+async function receiving (b, peer, queue, timeout = 10000) {
+    const rx = get(b, `/queues/${queue}/receive?timeout=${timeout}`);
+    await waitFor(async () => (await post(peer, `/queues/${queue}`, {})).body.waitingElsewhere[b.meshId] === 1,
+                  5000, 20);
+    return { rx };
+}
+
+test('work hand-off: a message sent on A reaches the one consumer waiting on B', async () => {
+    const { rx } = await receiving(B, A, 'jobs');
+    const sent = await post(A, '/queues/jobs/send', { payload: { job: 1 } });
+    assert.equal(sent.status, 201, sent.raw);
+    assert.equal(sent.body.status, 'forwarded');
+    const got = await rx;
+    assert.equal(got.status, 200, got.raw);
+    assert.deepEqual(got.body.payload, { job: 1 });
+});
+
+test('work hand-off: two consumers waiting (one per broker), one message: exactly one gets it', async () => {
+    const r1 = get(A, '/queues/once/receive?timeout=2500');
+    const r2 = get(B, '/queues/once/receive?timeout=2500');
+    await sleep(300);
+    await post(A, '/queues/once/send', { payload: 'only-one' });
+    const got = await Promise.all([r1, r2]);
+    const statuses = got.map((r) => r.status).sort();
+    assert.deepEqual(statuses, [200, 204], got.map((r) => r.raw).join(' | '));
+    assert.equal(got.find((r) => r.status === 200).body.payload, 'only-one');
+});
+
+test('work hand-off: a message handed to a consumer that hung up goes back to its queue', async () => {
+    const sock = net.connect(Number(new URL(A.url).port), '127.0.0.1');
+    await new Promise((resolve) => sock.once('connect', resolve));
+    sock.write('GET /api/v1/ephemeral/queues/gone/receive?timeout=20000 HTTP/1.1\r\nHost: x\r\n\r\n');
+    await waitFor(async () => (await post(A, '/queues/gone', {})).body.waiting === 1, 5000, 20);
+    sock.destroy();
+    await sleep(200);               //  The broker sees the client leave
+    const sent = await post(A, '/queues/gone/send', { payload: 'not lost' });
+    assert.equal(sent.body.status, 'delivered');
+    const got = await waitFor(async () => {
+        const r = await get(A, '/queues/gone/receive?timeout=0');
+        return r.status === 200 ? r : null;
+    }, 5000, 50);
+    assert.equal(got.body.payload, 'not lost');
+});
+
+test('request/reply: the reply from a replier on B reaches the requester waiting on A', async () => {
+    const { rx } = await receiving(B, A, 'rpc');
+    const req = post(A, '/queues/rpc/request', { payload: { q: 'ping' }, timeout: 5000 });
+    const work = await rx;
+    assert.equal(work.status, 200, work.raw);
+    assert.match(work.body.replyTo, new RegExp(`^\\d+@${A.meshId.replace(/\./g, '\\.')}$`));
+    assert.ok(work.body.correlationId);
+    const answered = await post(B, '/reply', {
+        replyTo: work.body.replyTo, correlationId: work.body.correlationId, payload: { a: 'pong' },
+    });
+    assert.equal(answered.body.status, 'forwarded');
+    const res = await req;
+    assert.equal(res.status, 200, res.raw);
+    assert.deepEqual(res.body.payload, { a: 'pong' });
+    assert.equal(res.body.correlationId, work.body.correlationId);
+});
+
+test('request/reply: a requester nobody answers times out cleanly', async () => {
+    const started = Date.now();
+    const res = await request(A.url, `${E}/queues/nobody-home/request`, {
+        method: 'POST', body: { payload: 1, timeout: 800 }, expect: 504,
+    });
+    const took = Date.now() - started;
+    assert.ok(took >= 800, `answered after ${took} ms`);
+    assert.match(res.body.error, /no reply/);
+    //  A late reply finds nobody: 404, not a crash.
+    const late = await request(A.url, `${E}/reply`, {
+        method: 'POST', body: { replyTo: `999999@${A.meshId}`, correlationId: 'x', payload: 1 }, expect: 404,
+    });
+    assert.ok(late.body.error);
+});
+
+test('presence: subscribers on both brokers are listed, expire, and every one gets every message', async () => {
+    await post(A, '/topics/prices/subscribe', { subscriber: 'sa', ttl: 20000 });
+    await post(B, '/topics/prices/subscribe', { subscriber: 'sb', ttl: 20000 });
+    await post(B, '/topics/prices/subscribe', { subscriber: 'short', ttl: 700 });
+    await waitFor(async () => {
+        const l = await get(A, '/topics/prices/subscribers');
+        return l.body.subscribers.map((s) => s.subscriber).sort().join() === 'sa,sb,short';
+    }, 5000, 50);
+    //  'short' never renews: it leaves the list after its ttl, on both brokers.
+    await waitFor(async () => {
+        const l = await get(A, '/topics/prices/subscribers');
+        return l.body.subscribers.map((s) => s.subscriber).sort().join() === 'sa,sb';
+    }, 5000, 50);
+    const pa = get(A, '/topics/prices/poll?subscriber=sa&timeout=5000');
+    const pb = get(B, '/topics/prices/poll?subscriber=sb&timeout=5000');
+    await sleep(100);
+    const pub = await post(A, '/topics/prices/publish', { payload: { sku: 1, price: 9 } });
+    assert.equal(pub.body.subscribers, 2, pub.raw);
+    const [ra, rb] = await Promise.all([pa, pb]);
+    assert.equal(ra.status, 200, ra.raw);
+    assert.equal(rb.status, 200, rb.raw);
+    assert.deepEqual(ra.body.messages.map((m) => m.payload), [{ sku: 1, price: 9 }]);
+    assert.deepEqual(rb.body.messages.map((m) => m.payload), [{ sku: 1, price: 9 }]);
+});
+
+test('cache invalidation: a key published on B reaches the subscriber on A', async () => {
+    await post(A, '/topics/cache/subscribe', { subscriber: 'cache-a' });
+    await waitFor(async () => (await get(B, '/topics/cache/subscribers')).body.subscribers.length === 1, 5000, 50);
+    await post(B, '/topics/cache/publish', { payload: { key: 'user:42' } });
+    const got = await get(A, '/topics/cache/poll?subscriber=cache-a&timeout=3000');
+    assert.equal(got.status, 200, got.raw);
+    assert.deepEqual(got.body.messages.map((m) => m.payload), [{ key: 'user:42' }]);
+});
+
+test('bounds: overflow "reject" answers 429, "drop-oldest" keeps the newest', async () => {
+    const conf = await post(A, '/queues/small', { maxMessages: 3, overflow: 'reject' });
+    assert.equal(conf.body.maxMessages, 3);
+    for (let i = 0; i < 3; i++)
+        assert.equal((await post(A, '/queues/small/send', { payload: i })).body.status, 'queued');
+    const full = await request(A.url, `${E}/queues/small/send`, { method: 'POST', body: { payload: 3 }, expect: 429 });
+    assert.match(full.body.error, /full/);
+    await post(A, '/queues/rolling', { maxMessages: 3, overflow: 'drop-oldest' });
+    for (let i = 0; i < 5; i++)
+        await post(A, '/queues/rolling/send', { payload: i });
+    const got = [];
+    for (let i = 0; i < 3; i++)
+        got.push((await get(A, '/queues/rolling/receive?timeout=0')).body.payload);
+    assert.deepEqual(got, [2, 3, 4]);
+    const empty = await get(A, '/queues/rolling/receive?timeout=0');
+    assert.equal(empty.status, 204);
+    const bad = await request(A.url, `${E}/queues/x`, { method: 'POST', body: { overflow: 'maybe' }, expect: 400 });
+    assert.ok(bad.body.error);
+});
+
+test('memory stays under EPHEMERAL_MAX_BYTES under a flood', async () => {
+    const big = 'x'.repeat(4000);
+    await post(A, '/queues/flood', { maxMessages: 1000000, overflow: 'reject' });
+    let refused = 0;
+    for (let i = 0; i < 120; i++) {
+        const res = await request(A.url, `${E}/queues/flood/send`, { method: 'POST', body: { payload: big }, expect: [201, 503] });
+        if (res.status === 503)
+            refused++;
+        const st = await get(A, '/stats');
+        assert.ok(st.body.bytes <= CAP, `holding ${st.body.bytes} bytes, cap ${CAP}`);
+    }
+    assert.ok(refused > 0, 'the flood never reached the cap');
+    await post(A, '/queues/flood2', { maxMessages: 1000000, overflow: 'drop-oldest' });
+    for (let i = 0; i < 120; i++)
+        await request(A.url, `${E}/queues/flood2/send`, { method: 'POST', body: { payload: big }, expect: [201, 503] });
+    const st = await get(A, '/stats');
+    assert.ok(st.body.bytes <= CAP, `holding ${st.body.bytes} bytes, cap ${CAP}`);
+});
+
+test('PostgreSQL stopped: ephemeral queues keep working across brokers, durable ones spool or 503', async () => {
+    await configureQueue(A.url, 'durable');
+    await pgStop();
+    try {
+        //  Durable: pushes are buffered on disk, pops answer 503.
+        await waitFor(async () => (await http(`${A.url}/health`)).status === 503, 10000, 100);
+        const pushed = await pushItems(A.url, [{ queue: 'durable', payload: 1 }]);
+        assert.equal(pushed[0].status, 'buffered');
+        const popped = await http(`${A.url}/api/v1/pop/queue/durable?wait=false`);
+        assert.equal(popped.status, 503, popped.raw);
+        //  Ephemeral: request/reply across the two brokers, no database.
+        const { rx } = await receiving(B, A, 'rpc-outage');
+        const req = post(A, '/queues/rpc-outage/request', { payload: 'still?', timeout: 5000 });
+        const work = await rx;
+        assert.equal(work.status, 200, work.raw);
+        await post(B, '/reply', { replyTo: work.body.replyTo, correlationId: work.body.correlationId, payload: 'yes' });
+        const res = await req;
+        assert.equal(res.status, 200, res.raw);
+        assert.equal(res.body.payload, 'yes');
+    } finally {
+        await pgStart();
+    }
+});
+
+test('SIGTERM stops a broker holding ephemeral state cleanly', async () => {
+    await post(B, '/queues/left-behind/send', { payload: 'in memory only' });
+    await post(B, '/topics/t-end/subscribe', { subscriber: 'x' });
+    assert.equal(await B.stop(), 0, B.logs().slice(-2000));
+    B = null;
+});

@@ -1,0 +1,272 @@
+/*  test/unit/test_actor_ephemeral.c - the ephemeral actor on the fake
+    kernel (actors/ephemeral/ephemeral.c): queue bounds and both overflow
+    policies, the broker's byte cap, a waiting consumer served first, a
+    requester's timeout on the manual clock and its reply by inbox, a
+    consumer waiting on a peer (WANT) getting the message as an OFFER, and
+    subscriber expiry.
+*/
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "actors/actors.h"
+#include "test/support/fake_kernel.h"
+#include "wire/msg_ephemeral.h"
+#include "wire/msg_pg.h"
+
+typedef struct {
+    qn_config_t config;
+    qn_fake_t *fake;
+} world_t;
+
+static const char *
+s_no_env (const char *name)
+{
+    if (!strcmp (name, "EPHEMERAL_MAX_BYTES"))
+        return "2048";
+    if (!strcmp (name, "MESH_PORT"))
+        return "7000";
+    return NULL;
+}
+
+static int
+s_setup (void **state)
+{
+    world_t *w = calloc (1, sizeof *w);
+    char err [256];
+    if (qn_config_load_from (&w->config, s_no_env, err, sizeof err))
+        return -1;
+    w->fake = qn_fake_new (&w->config);
+    assert_non_null (qn_ephemeral_new (qn_fake_kernel (w->fake), &w->config));
+    *state = w;
+    return 0;
+}
+
+static int
+s_teardown (void **state)
+{
+    world_t *w = *state;
+    qn_fake_destroy (&w->fake);
+    qn_config_free (&w->config);
+    free (w);
+    return 0;
+}
+
+static void
+s_call (world_t *w, const char *op, const char *name, const char *body, int64_t timeout,
+        const char *query)
+{
+    msgpack_sbuffer sb;
+    msgpack_sbuffer_init (&sb);
+    qn_msg_eph_call_t m = {
+        { op, strlen (op) }, { name, strlen (name) }, { body, strlen (body) },
+        { query, strlen (query) }, timeout
+    };
+    qn_msg_eph_call_encode (&sb, &m);
+    assert_int_equal (qn_fake_deliver (w->fake, "ephemeral", QN_MSG_EPH_CALL, sb.data, sb.size, NULL, 0), 0);
+    msgpack_sbuffer_destroy (&sb);
+}
+
+//  The next answer: its status, and its body copied into json.
+static int
+s_answer (world_t *w, char *json, size_t cap)
+{
+    int i = qn_fake_next (w->fake, QN_MSG_PG_RESULT);
+    assert_true (i >= 0);
+    const qn_fake_msg_t *m = qn_fake_msg (w->fake, (size_t) i);
+    qn_pg_result_t res;
+    assert_int_equal (qn_pg_result_decode (m->body.data, m->body.len, &res), 0);
+    const msgpack_object *st = qn_pg_result_col (&res, 0, 0), *js = qn_pg_result_col (&res, 0, 1);
+    assert_non_null (st);
+    assert_non_null (js);
+    int status = (int) st->via.i64;
+    snprintf (json, cap, "%.*s", (int) js->via.str.size, js->via.str.ptr);
+    qn_pg_result_free (&res);
+    return status;
+}
+
+static bool
+s_no_answer (world_t *w)
+{
+    return qn_fake_next (w->fake, QN_MSG_PG_RESULT) < 0;
+}
+
+static void
+test_reject_and_drop_oldest (void **state)
+{
+    world_t *w = *state;
+    char json [1024];
+    s_call (w, "configure", "r", "{\"maxMessages\":2,\"overflow\":\"reject\"}", 0, "");
+    assert_int_equal (s_answer (w, json, sizeof json), 200);
+    s_call (w, "send", "r", "{\"payload\":1}", 0, "");
+    s_call (w, "send", "r", "{\"payload\":2}", 0, "");
+    assert_int_equal (s_answer (w, json, sizeof json), 201);
+    assert_string_equal (json, "{\"status\":\"queued\"}");
+    assert_int_equal (s_answer (w, json, sizeof json), 201);
+    s_call (w, "send", "r", "{\"payload\":3}", 0, "");
+    assert_int_equal (s_answer (w, json, sizeof json), 429);
+    s_call (w, "configure", "d", "{\"maxMessages\":2,\"overflow\":\"drop-oldest\"}", 0, "");
+    assert_int_equal (s_answer (w, json, sizeof json), 200);
+    for (int i = 1; i <= 3; i++) {
+        char body [32];
+        snprintf (body, sizeof body, "{\"payload\":%d}", i);
+        s_call (w, "send", "d", body, 0, "");
+        assert_int_equal (s_answer (w, json, sizeof json), 201);
+    }
+    s_call (w, "receive", "d", "", 0, "");
+    assert_int_equal (s_answer (w, json, sizeof json), 200);
+    assert_non_null (strstr (json, "\"payload\":2"));
+    s_call (w, "configure", "x", "{\"overflow\":\"sometimes\"}", 0, "");
+    assert_int_equal (s_answer (w, json, sizeof json), 400);
+}
+
+static void
+test_byte_cap (void **state)
+{
+    world_t *w = *state;
+    char json [4096], body [1024];
+    snprintf (body, sizeof body, "{\"payload\":\"%0600d\"}", 0);
+    int statuses [4];
+    for (int i = 0; i < 4; i++) {
+        s_call (w, "send", "big", body, 0, "");
+        statuses [i] = s_answer (w, json, sizeof json);
+    }
+    //  2048 bytes hold three 602-byte payloads (+ 64 each), not four.
+    assert_int_equal (statuses [2], 201);
+    assert_int_equal (statuses [3], 503);
+    s_call (w, "stats", "", "", 0, "");
+    assert_int_equal (s_answer (w, json, sizeof json), 200);
+    assert_non_null (strstr (json, "\"bytes\":1998"));
+}
+
+static void
+test_waiting_consumer_first (void **state)
+{
+    world_t *w = *state;
+    char json [1024];
+    s_call (w, "receive", "jobs", "", 5000, "");
+    assert_true (s_no_answer (w));
+    //  It tells the peers (WANT) that one consumer waits here.
+    assert_true (qn_fake_next (w->fake, QN_MSG_MESH_EPH) >= 0);
+    s_call (w, "send", "jobs", "{\"payload\":{\"a\":1}}", 0, "");
+    assert_int_equal (s_answer (w, json, sizeof json), 200);
+    assert_string_equal (json, "{\"id\":1,\"payload\":{\"a\":1}}");
+    assert_int_equal (s_answer (w, json, sizeof json), 201);
+    assert_string_equal (json, "{\"status\":\"delivered\"}");
+    //  Nobody waits any more: a receive times out on the clock with 204.
+    s_call (w, "receive", "jobs", "", 1000, "");
+    qn_fake_advance (w->fake, 999);
+    assert_true (s_no_answer (w));
+    qn_fake_advance (w->fake, 2);
+    assert_int_equal (s_answer (w, json, sizeof json), 204);
+}
+
+static void
+test_request_timeout_and_reply (void **state)
+{
+    world_t *w = *state;
+    char json [1024];
+    s_call (w, "request", "rpc", "{\"payload\":\"q\",\"timeout\":500}", 0, "");
+    assert_true (s_no_answer (w));
+    qn_fake_advance (w->fake, 501);
+    assert_int_equal (s_answer (w, json, sizeof json), 504);
+    //  The request waits in the buffer; a replier takes it and answers.
+    s_call (w, "request", "rpc", "{\"payload\":\"q2\",\"timeout\":5000,\"correlationId\":\"k\"}", 0, "");
+    s_call (w, "receive", "rpc", "", 0, "");
+    assert_int_equal (s_answer (w, json, sizeof json), 200);
+    assert_non_null (strstr (json, "\"payload\":\"q\""));     //  The first, oldest
+    s_call (w, "receive", "rpc", "", 0, "");
+    assert_int_equal (s_answer (w, json, sizeof json), 200);
+    assert_non_null (strstr (json, "\"replyTo\":\"2@127.0.0.1:7000\",\"correlationId\":\"k\""));
+    s_call (w, "reply", "", "{\"replyTo\":\"2@127.0.0.1:7000\",\"correlationId\":\"k\",\"payload\":[1]}", 0, "");
+    assert_int_equal (s_answer (w, json, sizeof json), 200);
+    assert_string_equal (json, "{\"correlationId\":\"k\",\"payload\":[1]}");
+    assert_int_equal (s_answer (w, json, sizeof json), 202);
+    //  A reply for another broker's inbox goes to the mesh.
+    qn_fake_clear (w->fake);
+    s_call (w, "reply", "", "{\"replyTo\":\"9@10.0.0.2:7000\",\"correlationId\":\"k\",\"payload\":1}", 0, "");
+    assert_int_equal (s_answer (w, json, sizeof json), 202);
+    assert_string_equal (json, "{\"status\":\"forwarded\"}");
+    int i = qn_fake_next (w->fake, QN_MSG_MESH_EPH);
+    assert_true (i >= 0);
+    qn_msg_eph_peer_t op;
+    const qn_fake_msg_t *m = qn_fake_msg (w->fake, (size_t) i);
+    assert_int_equal (qn_msg_eph_peer_decode (m->body.data, m->body.len, &op), 0);
+    assert_int_equal (op.kind, QN_EPH_REPLY);
+    assert_int_equal (op.to.len, 13);
+}
+
+static void
+test_offer_to_a_peer (void **state)
+{
+    world_t *w = *state;
+    char json [1024];
+    msgpack_sbuffer sb;
+    msgpack_sbuffer_init (&sb);
+    qn_msg_eph_peer_t want = {
+        .kind = QN_EPH_WANT, .name = { "q", 1 }, .b = { "10.0.0.2:7000", 13 }, .n = 1
+    };
+    qn_msg_eph_peer_encode (&sb, &want);
+    assert_int_equal (qn_fake_deliver (w->fake, "ephemeral", QN_MSG_MESH_EPH, sb.data, sb.size, NULL, 0), 0);
+    qn_fake_clear (w->fake);
+    s_call (w, "send", "q", "{\"payload\":7}", 0, "");
+    assert_int_equal (s_answer (w, json, sizeof json), 201);
+    assert_string_equal (json, "{\"status\":\"forwarded\"}");
+    int i = qn_fake_next (w->fake, QN_MSG_MESH_EPH);
+    assert_true (i >= 0);
+    qn_msg_eph_peer_t op;
+    const qn_fake_msg_t *m = qn_fake_msg (w->fake, (size_t) i);
+    assert_int_equal (qn_msg_eph_peer_decode (m->body.data, m->body.len, &op), 0);
+    assert_int_equal (op.kind, QN_EPH_OFFER);
+    assert_memory_equal (op.to.ptr, "10.0.0.2:7000", 13);
+    assert_memory_equal (op.payload.ptr, "7", 1);
+    //  Its one consumer is taken: the next message stays here.
+    s_call (w, "send", "q", "{\"payload\":8}", 0, "");
+    assert_int_equal (s_answer (w, json, sizeof json), 201);
+    assert_string_equal (json, "{\"status\":\"queued\"}");
+    msgpack_sbuffer_destroy (&sb);
+}
+
+static void
+test_presence_expiry (void **state)
+{
+    world_t *w = *state;
+    char json [1024];
+    s_call (w, "subscribe", "t", "{\"subscriber\":\"s1\",\"ttl\":1000}", 0, "");
+    assert_int_equal (s_answer (w, json, sizeof json), 200);
+    s_call (w, "subscribe", "t", "{\"subscriber\":\"s2\",\"ttl\":5000}", 0, "");
+    assert_int_equal (s_answer (w, json, sizeof json), 200);
+    s_call (w, "publish", "t", "{\"payload\":\"k1\"}", 0, "");
+    assert_int_equal (s_answer (w, json, sizeof json), 201);
+    assert_string_equal (json, "{\"deliveredHere\":2,\"subscribers\":2}");
+    qn_fake_advance (w->fake, 1500);
+    s_call (w, "subscribers", "t", "", 0, "");
+    assert_int_equal (s_answer (w, json, sizeof json), 200);
+    assert_null (strstr (json, "s1"));
+    assert_non_null (strstr (json, "\"subscriber\":\"s2\""));
+    s_call (w, "poll", "t", "", 0, "s2");
+    assert_int_equal (s_answer (w, json, sizeof json), 200);
+    assert_string_equal (json, "{\"messages\":[{\"id\":2,\"payload\":\"k1\"}]}");
+    s_call (w, "poll", "t", "", 0, "s1");
+    assert_int_equal (s_answer (w, json, sizeof json), 404);
+}
+
+int
+main (void)
+{
+    const struct CMUnitTest tests [] = {
+        cmocka_unit_test_setup_teardown (test_reject_and_drop_oldest, s_setup, s_teardown),
+        cmocka_unit_test_setup_teardown (test_byte_cap, s_setup, s_teardown),
+        cmocka_unit_test_setup_teardown (test_waiting_consumer_first, s_setup, s_teardown),
+        cmocka_unit_test_setup_teardown (test_request_timeout_and_reply, s_setup, s_teardown),
+        cmocka_unit_test_setup_teardown (test_offer_to_a_peer, s_setup, s_teardown),
+        cmocka_unit_test_setup_teardown (test_presence_expiry, s_setup, s_teardown),
+    };
+    return cmocka_run_group_tests (tests, NULL, NULL);
+}

@@ -1,0 +1,71 @@
+/*  test/unit/test_wire_msg_ephemeral.c - the ephemeral queues' messages
+    (wire/msg_ephemeral.c): call and peer operation round trips,
+    truncations and unknown kinds refused.
+*/
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <string.h>
+
+#include "wire/msg_ephemeral.h"
+
+#define S(lit) ((qn_eph_str_t) { lit, sizeof lit - 1 })
+
+static void
+test_call (void **state)
+{
+    (void) state;
+    msgpack_sbuffer sb;
+    msgpack_sbuffer_init (&sb);
+    qn_msg_eph_call_t in = { S ("send"), S ("jobs"), S ("{\"payload\":1}"), S ("timeout=5"), 5000 }, out;
+    qn_msg_eph_call_encode (&sb, &in);
+    assert_int_equal (qn_msg_eph_call_decode (sb.data, sb.size, &out), 0);
+    assert_int_equal (out.op.len, 4);
+    assert_memory_equal (out.name.ptr, "jobs", 4);
+    assert_int_equal (out.body.len, 13);
+    assert_int_equal (out.query.len, 9);
+    assert_int_equal (out.timeout_ms, 5000);
+    for (size_t cut = 0; cut < sb.size; cut++)
+        assert_int_equal (qn_msg_eph_call_decode (sb.data, cut, &out), -1);
+    msgpack_sbuffer_destroy (&sb);
+}
+
+static void
+test_peer (void **state)
+{
+    (void) state;
+    msgpack_sbuffer sb;
+    msgpack_sbuffer_init (&sb);
+    qn_msg_eph_peer_t in = {
+        .kind = QN_EPH_REPLY, .to = S ("127.0.0.1:7000"), .a = S ("7@127.0.0.1:7000"),
+        .b = S ("c-1"), .payload = S ("{\"ok\":true}"), .n = -3
+    }, out;
+    qn_msg_eph_peer_encode (&sb, &in);
+    assert_int_equal (qn_msg_eph_peer_decode (sb.data, sb.size, &out), 0);
+    assert_int_equal (out.kind, QN_EPH_REPLY);
+    assert_int_equal (out.to.len, 14);
+    assert_int_equal (out.name.len, 0);
+    assert_memory_equal (out.a.ptr, "7@127.0.0.1:7000", 16);
+    assert_memory_equal (out.payload.ptr, "{\"ok\":true}", 11);
+    assert_int_equal (out.n, -3);
+    for (size_t cut = 0; cut < sb.size; cut++)
+        assert_int_equal (qn_msg_eph_peer_decode (sb.data, cut, &out), -1);
+    msgpack_sbuffer_clear (&sb);
+    in.kind = 99;
+    qn_msg_eph_peer_encode (&sb, &in);
+    assert_int_equal (qn_msg_eph_peer_decode (sb.data, sb.size, &out), -1);
+    msgpack_sbuffer_destroy (&sb);
+}
+
+int
+main (void)
+{
+    const struct CMUnitTest tests [] = {
+        cmocka_unit_test (test_call),
+        cmocka_unit_test (test_peer),
+    };
+    return cmocka_run_group_tests (tests, NULL, NULL);
+}

@@ -1,0 +1,57 @@
+/*  wire/msg_ephemeral.h - the ephemeral queues' messages
+    QN_MSG_EPH_CALL (264)   codec_http -> ephemeral
+        [op, name, body (bin), timeout_ms, query (str)]
+        one HTTP route of docs/ephemeral.md; answered with a PG_RESULT-shaped
+        reply (wire/msg_pg.h) of one row [http status, json body], so the
+        codec reads it with its one reply decoder.
+    QN_MSG_MESH_EPH (265)   ephemeral <-> mesh: one peer operation (below),
+        ephemeral -> mesh to send it to every peer, mesh -> ephemeral when a
+        peer sent one (the mesh frame kind EPH carries its bytes).
+    Peer operation: [kind, to, name, a, b, payload, n]
+        WANT     name = queue, n = consumers waiting here now
+        OFFER    to = the broker that has a waiting consumer, name = queue,
+                 a = replyTo, b = correlationId, payload
+        REPLY    to = the broker of the inbox, a = the inbox (replyTo),
+                 b = correlationId, payload
+        PRESENCE name = topic, a = subscriber, n = ttl ms (0: left)
+        PUBLISH  name = topic, payload
+    Strings point into the buffer. Pure; the peer operation's decoder is
+    fuzzed (its bytes come from the network).
+*/
+#ifndef QN_WIRE_MSG_EPHEMERAL_H
+#define QN_WIRE_MSG_EPHEMERAL_H
+
+#include <msgpack.h>
+#include <stddef.h>
+#include <stdint.h>
+
+typedef struct {
+    const char *ptr;
+    size_t len;
+} qn_eph_str_t;
+
+typedef struct {
+    qn_eph_str_t op, name, body, query;
+    int64_t timeout_ms;
+} qn_msg_eph_call_t;
+
+void qn_msg_eph_call_encode (msgpack_sbuffer *out, const qn_msg_eph_call_t *m);
+int qn_msg_eph_call_decode (const char *buf, size_t len, qn_msg_eph_call_t *out);
+
+#define QN_EPH_WANT     1
+#define QN_EPH_OFFER    2
+#define QN_EPH_REPLY    3
+#define QN_EPH_PRESENCE 4
+#define QN_EPH_PUBLISH  5
+
+typedef struct {
+    uint64_t kind;
+    qn_eph_str_t to, name, a, b, payload;
+    int64_t n;
+} qn_msg_eph_peer_t;
+
+void qn_msg_eph_peer_encode (msgpack_sbuffer *out, const qn_msg_eph_peer_t *m);
+//  0, or -1 when malformed (not the array, an unknown kind).
+int qn_msg_eph_peer_decode (const char *buf, size_t len, qn_msg_eph_peer_t *out);
+
+#endif
