@@ -91,6 +91,7 @@ static const s_setting_t s_settings [] = {
     { "SINK_ROW_GROUP_ROWS", S_INT, F (sink_row_group_rows), "100000", 1, 100000000, "sink: rows per Parquet row group" },
     { "SINK_MULTIPART_BYTES", S_INT, F (sink_multipart_bytes), "16777216", 1024, 5LL * 1024 * MiB, "sink: objects larger than this are uploaded in parts of this size" },
     { "SINK_KV_BUCKET", S_STR, F (sink_kv_bucket), "queen-sink", 0, 0, "sink: broker kv bucket holding staged messages and committed windows" },
+    { "SINK_AUTH_TOKEN", S_SECRET, F (sink_auth_token), "", 0, 0, "sink: bearer token sent to QUEEN_URL (a JWT, or a queen-proxy key when QUEEN_URL is the proxy)" },
     { "SINK_PORT", S_INT, F (sink_port), "6635", 0, 65535, "sink: port of the sink's /health and /metrics (0: none)" },
     { "SINK_START_TIMEOUT_MS", S_INT, F (sink_start_timeout_ms), "30000", 0, 3600000, "sink: at start, keep retrying the broker this long, ms" },
     { "SINK_IN_BROKER", S_BOOL, F (sink_in_broker), "false", 0, 0, "broker: also run the sink actor inside the broker process" },

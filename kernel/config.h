@@ -81,6 +81,7 @@ typedef struct {
     int64_t sink_row_group_rows;
     int64_t sink_multipart_bytes;
     char *sink_kv_bucket;
+    char *sink_auth_token;      //  Bearer token for the broker (or a queen-proxy key)
     int64_t sink_port;
     int64_t sink_start_timeout_ms;
     bool sink_in_broker;

@@ -75,7 +75,7 @@ typedef struct {
 
 typedef struct {
     qn_kernel_t *kernel;
-    char *url, *group, *bucket, *prefix, *late_mode;
+    char *url, *group, *bucket, *prefix, *late_mode, *token;
     int64_t window_ms, lateness_ms;
     int64_t batch, partitions, wait_ms;
     int64_t part_rows, part_bytes, multipart_bytes;
@@ -253,14 +253,21 @@ s_on_body (char *ptr, size_t size, size_t nmemb, void *arg)
 //  One request; 0 with *status set (any status), or -1 on a network
 //  error (message in err).
 static int
-s_http (CURL *e, const char *base, const char *method, const char *path, const char *body,
-        size_t len, int64_t timeout_ms, qn_buf_t *resp, long *status, char *err, size_t cap)
+s_http (CURL *e, const char *base, const char *token, const char *method, const char *path,
+        const char *body, size_t len, int64_t timeout_ms, qn_buf_t *resp, long *status,
+        char *err, size_t cap)
 {
     qn_buf_t url = QN_BUF_INIT;
     qn_buf_printf (&url, "%s%s", base, path);
     qn_buf_reset (resp);
     struct curl_slist *hdrs = curl_slist_append (NULL, "Content-Type: application/json");
     hdrs = curl_slist_append (hdrs, "Expect:");
+    if (token && *token) {
+        qn_buf_t auth = QN_BUF_INIT;
+        qn_buf_printf (&auth, "Authorization: Bearer %s", token);
+        hdrs = curl_slist_append (hdrs, auth.data);
+        qn_buf_free (&auth);
+    }
     curl_easy_reset (e);
     curl_easy_setopt (e, CURLOPT_URL, url.data);
     curl_easy_setopt (e, CURLOPT_NOSIGNAL, 1L);
@@ -294,7 +301,7 @@ s_broker (self_t *self, const char *method, const char *path, const char *body, 
           qn_buf_t *resp, long *status)
 {
     char err [256];
-    if (s_http (self->http, self->url, method, path, body, len, self->wait_ms + 30000,
+    if (s_http (self->http, self->url, self->token, method, path, body, len, self->wait_ms + 30000,
                 resp, status, err, sizeof err) == 0)
         return 0;
     qn_count (self->kernel, "sink_broker_errors", 1);
@@ -326,7 +333,8 @@ qn_sink_check_remote (const qn_config_t *c, bool check_broker, char *err, size_t
     char why [256] = "";
     for (;;) {
         long status = 0;
-        if (s_http (e, c->queen_url, "GET", "/health", NULL, 0, 5000, &resp, &status, why, sizeof why) == 0) {
+        if (s_http (e, c->queen_url, c->sink_auth_token, "GET", "/health", NULL, 0, 5000, &resp, &status,
+                    why, sizeof why) == 0) {
             if (status == 200)
                 break;
             snprintf (why, sizeof why, "GET /health answered %ld", status);
@@ -1199,6 +1207,7 @@ s_destroy (void **self_p)
     free (self->bucket);
     free (self->prefix);
     free (self->late_mode);
+    free (self->token);
     free (self);
     *self_p = NULL;
 }
@@ -1245,6 +1254,7 @@ qn_sink_new (qn_kernel_t *kernel, const qn_config_t *c)
     while (pl && self->prefix [pl - 1] == '/')
         self->prefix [--pl] = 0;
     self->late_mode = qn_strdup (c->sink_late);
+    self->token = qn_strdup (c->sink_auth_token);
     self->lateness_ms = c->sink_lateness_ms;
     self->batch = c->sink_batch;
     self->partitions = c->sink_partitions;

@@ -407,3 +407,37 @@ test('SINK_IN_BROKER: the same sink actor inside the broker process', async () =
     assert.ok(bad instanceof Error);
     assert.match(bad.message, /SINK_LATE: expected next or prefix/);
 });
+
+test('through queen-proxy with a tenant key (SINK_AUTH_TOKEN)', async () => {
+    const SECRET = 'sink-it-proxy-secret-0123456789abcdef-0123';
+    const proxyBin = path.join(path.dirname(BIN), 'queen-proxy');
+    const up = await startBroker({ env: { TENANT_ASSERTION_SECRET: SECRET } });
+    let proxy;
+    try {
+        const { spawnSync } = await import('node:child_process');
+        const { PG_HOST, PG_PORT } = await import('./lib.mjs');
+        const r = spawnSync(proxyBin, ['create-tenant', 'acme'], { encoding: 'utf8', timeout: 30000,
+            env: { ...process.env, PG_HOST, PG_PORT: String(PG_PORT), PG_USER: 'postgres', PG_PASSWORD: 'postgres', PG_DB: up.db } });
+        assert.equal(r.status, 0, r.stderr);
+        const key = JSON.parse(r.stdout).key;
+        proxy = await startBroker({ bin: proxyBin, db: up.db, env: { TENANT_ASSERTION_SECRET: SECRET, QUEEN_UPSTREAMS: up.url } });
+        await waitFor(async () => (await fetch(`${proxy.url}/proxy/v1/whoami`, { headers: { Authorization: `Bearer ${key}` } })).status === 200, 5000);
+        //  Without the key the broker refuses the sink's calls; with it, through the proxy, it works.
+        const items = [];
+        for (let j = 0; j < 50; j++)
+            items.push({ queue: 'tenanted', partition: `p${j % 3}`, transactionId: `x-${j}`, payload: { n: j } });
+        const res = await fetch(`${proxy.url}/api/v1/push`, { method: 'POST', body: JSON.stringify({ items }),
+            headers: { Authorization: `Bearer ${key}`, 'content-type': 'application/json' } });
+        assert.equal(res.status, 201, await res.text());
+        const sink = await startSink({ QUEEN_URL: proxy.url, SINK_AUTH_TOKEN: key, SINK_QUEUES: 'tenanted', S3_PREFIX: 'tenanted' });
+        await waitFor(async () => {
+            const m = await (await fetch(`${sink.url}/metrics`)).text();
+            return /queen_sink_messages_staged 50/.test(m) && /queen_sink_staged_windows\{queue="tenanted"\} 0/.test(m);
+        }, 30000, 200);
+        assert.equal(await stopSink(sink), 0, sink.logs());
+        await checkExactlyOnce(await download('tenanted/'), 'tenanted', 50);
+    } finally {
+        await proxy?.stop();
+        await up.stop();
+    }
+});
