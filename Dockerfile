@@ -14,7 +14,7 @@ RUN apt-get update \
 WORKDIR /src
 COPY . .
 # A separate BUILD dir, so objects from a host build tree are never reused
-RUN make -j"$(nproc)" BUILD=/out /out/queen /out/queen-proxy /out/queenctl
+RUN make -j"$(nproc)" BUILD=/out /out/queen /out/queen-proxy /out/queen-sink /out/queenctl
 
 # ---------------------------------------------------------------- run
 FROM debian:bookworm-slim
@@ -26,7 +26,7 @@ RUN apt-get update \
  && useradd -r -d /var/lib/queen -s /usr/sbin/nologin queen \
  && mkdir -p /var/lib/queen/spool \
  && chown -R queen:queen /var/lib/queen
-COPY --from=build /out/queen /out/queen-proxy /out/queenctl /usr/local/bin/
+COPY --from=build /out/queen /out/queen-proxy /out/queen-sink /out/queenctl /usr/local/bin/
 USER queen
 WORKDIR /var/lib/queen
 ENV HOST=0.0.0.0 \

@@ -35,7 +35,7 @@ FAKE_UNIT_BIN := $(FAKE_UNIT_SRC:test/unit/%.c=$(BUILD)/test/%)
 KERNEL_RUNTIME_OBJ := $(filter-out %/config.o %/envelope.o %/schema.o %/errors.o,$(KERNEL_SRC:%.c=$(BUILD)/obj/%.o)) \
                       $(BUILD)/obj/base/clock.o
 CMD_BINS   := $(BUILD)/queen $(if $(wildcard cmd/queen-verify/main.c),$(BUILD)/queen-verify) \
-              $(BUILD)/queen-proxy
+              $(BUILD)/queen-proxy $(BUILD)/queen-sink
 # libqueen (issue 18, opscli): the C client library, queenctl on it, and the
 # C test programs test/integration/libqueen.test.mjs runs against a broker.
 CLIENT_SRC := $(sort $(wildcard client/*.c)) base/buf.c wire/json_parse.c wire/json_write.c
@@ -49,7 +49,7 @@ CMD_BINS   += $(BUILD)/libqueen-client.a $(BUILD)/libqueen-client.so $(CLIENT_TE
 .DEFAULT_GOAL := all
 .SECONDARY:
 
-all: $(CMD_BINS)
+all: $(CMD_BINS) $(BUILD)/test/sink-files $(BUILD)/test/s3-tool
 
 help:
 	@echo "make           build build/queen"
@@ -112,6 +112,20 @@ $(BUILD)/queen-proxy: $(PROXY_OBJ) $(LIB_OBJ)
 VERIFY_OBJ := $(patsubst %.c,$(BUILD)/obj/%.o,$(sort $(wildcard cmd/queen-verify/*.c)))
 
 $(BUILD)/queen-verify: $(VERIFY_OBJ) $(LIB_OBJ) $(BUILD)/libqueen-client.a
+	$(CC) $(CFLAGS_COMMON) $(CFLAGS) -o $@ $^ $(LDLIBS)
+
+# sink: sample-file writer read back by DuckDB in test/integration/sink_files.test.mjs
+$(BUILD)/test/sink-files: $(BUILD)/obj/test/tools/sink_files.o $(LIB_OBJ)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS_COMMON) $(CFLAGS) -o $@ $^ $(LDLIBS)
+
+# sink: the S3 client from the command line, for test/integration/sink_s3.test.mjs
+$(BUILD)/test/s3-tool: $(BUILD)/obj/test/tools/s3_tool.o $(LIB_OBJ)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS_COMMON) $(CFLAGS) -o $@ $^ $(LDLIBS)
+
+# queen-sink: the same kernel and actors, its own main (docs/sink.md)
+$(BUILD)/queen-sink: $(BUILD)/obj/cmd/queen-sink/main.o $(LIB_OBJ)
 	$(CC) $(CFLAGS_COMMON) $(CFLAGS) -o $@ $^ $(LDLIBS)
 
 $(BUILD)/libqueen-client.a: $(CLIENT_SRC:%.c=$(BUILD)/obj/%.o)

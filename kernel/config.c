@@ -73,6 +73,37 @@ static const s_setting_t s_settings [] = {
     { "JWT_ROLE_READ_WRITE", S_STR, F (jwt_role_read_write), "read-write", 0, 0, "role value granting read-write" },
     { "JWT_ROLE_READ_ONLY", S_STR, F (jwt_role_read_only), "read-only", 0, 0, "role value granting read-only" },
     { "JWT_SKIP_PATHS", S_STR, F (jwt_skip_paths), "/health,/metrics/prometheus,/metrics,/", 0, 0, "paths that skip auth; an entry ending in / (other than /) is a prefix" },
+    //  sink: queen-sink (and SINK_IN_BROKER), docs/sink.md
+    { "QUEEN_URL", S_STR, F (queen_url), "http://127.0.0.1:6632", 0, 0, "sink: the broker's base URL (consumed through its HTTP API)" },
+    { "SINK_QUEUES", S_STR, F (sink_queues), "", 0, 0, "sink: comma-separated queues to write to the bucket" },
+    { "SINK_FORMAT", S_STR, F (sink_format), "parquet", 0, 0, "sink: parquet or jsonl" },
+    { "SINK_COMPRESSION", S_STR, F (sink_compression), "", 0, 0, "sink: parquet none/snappy/gzip/zstd (default zstd); jsonl none/gzip (default gzip)" },
+    { "SINK_WINDOW", S_STR, F (sink_window), "1h", 0, 0, "sink: window width by message creation time: <n>s, <n>m, <n>h or 1d dividing a day" },
+    { "SINK_LATENESS_MS", S_INT, F (sink_lateness_ms), "60000", 0, 86400000, "sink: a window closes once the watermark passes its end plus this" },
+    { "SINK_LATE", S_STR, F (sink_late), "next", 0, 0, "sink: a message for a committed window goes to the next window's object (next) or under <prefix>/late/ (prefix)" },
+    { "SINK_GROUP", S_STR, F (sink_group), "queen-sink", 0, 0, "sink: consumer group it reads as" },
+    { "SINK_FIELDS", S_STR, F (sink_fields), "", 0, 0, "sink: typed Parquet columns from payload fields: path:type,... (string int64 double bool json timestamp)" },
+    { "SINK_BATCH", S_INT, F (sink_batch), "1000", 1, 9000, "sink: messages per pop (and per staging transaction)" },
+    { "SINK_PARTITIONS", S_INT, F (sink_partitions), "100", 1, 1000, "sink: partitions one pop may claim" },
+    { "SINK_WAIT_MS", S_INT, F (sink_wait_ms), "1000", 0, 60000, "sink: long-poll timeout of a pop, ms" },
+    { "SINK_PART_ROWS", S_INT, F (sink_part_rows), "1000000", 1, 1000000000, "sink: most messages in one object (part) of a window" },
+    { "SINK_PART_BYTES", S_INT, F (sink_part_bytes), "268435456", 1024, 1LL << 40, "sink: most raw message bytes in one object (part) of a window" },
+    { "SINK_ROW_GROUP_ROWS", S_INT, F (sink_row_group_rows), "100000", 1, 100000000, "sink: rows per Parquet row group" },
+    { "SINK_MULTIPART_BYTES", S_INT, F (sink_multipart_bytes), "16777216", 1024, 5LL * 1024 * MiB, "sink: objects larger than this are uploaded in parts of this size" },
+    { "SINK_KV_BUCKET", S_STR, F (sink_kv_bucket), "queen-sink", 0, 0, "sink: broker kv bucket holding staged messages and committed windows" },
+    { "SINK_AUTH_TOKEN", S_SECRET, F (sink_auth_token), "", 0, 0, "sink: bearer token sent to QUEEN_URL (a JWT, or a queen-proxy key when QUEEN_URL is the proxy)" },
+    { "SINK_PORT", S_INT, F (sink_port), "6635", 0, 65535, "sink: port of the sink's /health and /metrics (0: none)" },
+    { "SINK_START_TIMEOUT_MS", S_INT, F (sink_start_timeout_ms), "30000", 0, 3600000, "sink: at start, keep retrying the broker this long, ms" },
+    { "SINK_IN_BROKER", S_BOOL, F (sink_in_broker), "false", 0, 0, "broker: also run the sink actor inside the broker process" },
+    { "S3_ENDPOINT", S_STR, F (s3_endpoint), "", 0, 0, "sink: S3 endpoint, http(s)://host[:port]" },
+    { "S3_BUCKET", S_STR, F (s3_bucket), "", 0, 0, "sink: bucket" },
+    { "S3_PREFIX", S_STR, F (s3_prefix), "", 0, 0, "sink: key prefix inside the bucket" },
+    { "S3_REGION", S_STR, F (s3_region), "us-east-1", 0, 0, "sink: region used in the signature" },
+    { "S3_ACCESS_KEY_ID", S_STR, F (s3_access_key_id), "", 0, 0, "sink: access key id" },
+    { "S3_SECRET_ACCESS_KEY", S_SECRET, F (s3_secret_access_key), "", 0, 0, "sink: secret access key" },
+    { "S3_PATH_STYLE", S_BOOL, F (s3_path_style), "false", 0, 0, "sink: path-style URLs (http://host/bucket/key) instead of virtual-host style" },
+    { "S3_RETRIES", S_INT, F (s3_retries), "5", 0, 100, "sink: retries of an S3 request on 5xx and network errors (then the window is tried again later)" },
+    { "S3_TIMEOUT_MS", S_INT, F (s3_timeout_ms), "60000", 100, 3600000, "sink: timeout of one S3 request, ms" },
     //  tenancy (issue 12): the tenant of a request (docs/tenancy.md)
     { "TENANT_ASSERTION_SECRET", S_SECRET, F (tenant_assertion_secret), "", 0, 0, "secret shared with queen-proxy (at least 32 bytes): when set, API routes need a tenant assertion signed with it" },
     { "TENANT_ASSERTION_MAX_AGE", S_INT, F (tenant_assertion_max_age_s), "60", 1, 3600, "a tenant assertion's timestamp must be this close to now, seconds" },
@@ -276,6 +307,19 @@ qn_config_help (FILE *out)
     for (const s_setting_t *s = s_settings; s->name; s++)
         fprintf (out, "  %-26s %s (default: %s)\n", s->name, s->help,
                  s->kind == S_SECRET && s->dflt [0] ? "set" : (s->dflt [0] ? s->dflt : "unset"));
+}
+
+void
+qn_config_help_only (FILE *out, const char *usage, const char *const *prefixes)
+{
+    fprintf (out, "%s\n\n", usage);
+    for (const s_setting_t *s = s_settings; s->name; s++)
+        for (int i = 0; prefixes [i]; i++)
+            if (!strncmp (s->name, prefixes [i], strlen (prefixes [i]))) {
+                fprintf (out, "  %-26s %s (default: %s)\n", s->name, s->help,
+                         s->kind == S_SECRET && s->dflt [0] ? "set" : (s->dflt [0] ? s->dflt : "unset"));
+                break;
+            }
 }
 
 void

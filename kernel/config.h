@@ -63,6 +63,37 @@ typedef struct {
     char *jwt_role_read_write;
     char *jwt_role_read_only;
     char *jwt_skip_paths;       //  Comma-separated; "/x/" is a prefix
+    //  sink (queen-sink, issue 14; docs/sink.md)
+    char *queen_url;
+    char *sink_queues;          //  Comma-separated
+    char *sink_format;          //  parquet, jsonl
+    char *sink_compression;     //  "" = zstd (parquet) / gzip (jsonl)
+    char *sink_window;          //  30s, 1m, 1h, 1d
+    int64_t sink_lateness_ms;
+    char *sink_late;            //  next, prefix
+    char *sink_group;
+    char *sink_fields;
+    int64_t sink_batch;
+    int64_t sink_partitions;
+    int64_t sink_wait_ms;
+    int64_t sink_part_rows;
+    int64_t sink_part_bytes;
+    int64_t sink_row_group_rows;
+    int64_t sink_multipart_bytes;
+    char *sink_kv_bucket;
+    char *sink_auth_token;      //  Bearer token for the broker (or a queen-proxy key)
+    int64_t sink_port;
+    int64_t sink_start_timeout_ms;
+    bool sink_in_broker;
+    char *s3_endpoint;
+    char *s3_bucket;
+    char *s3_prefix;
+    char *s3_region;
+    char *s3_access_key_id;
+    char *s3_secret_access_key;
+    bool s3_path_style;
+    int64_t s3_retries;
+    int64_t s3_timeout_ms;
     //  Tenancy (issue 12)
     char *tenant_assertion_secret;  //  Shared with queen-proxy; "" = no proxy
     int64_t tenant_assertion_max_age_s;
@@ -107,6 +138,9 @@ int qn_config_load_proxy (qn_config_t *config, char *err, size_t err_len);
 void qn_config_free (qn_config_t *config);
 //  Prints every setting with its default and help, as `queen --help` does.
 void qn_config_help (FILE *out);
+//  Prints the settings whose names start with one of `prefixes` (NULL
+//  ended) after a usage line (queen-sink --help).
+void qn_config_help_only (FILE *out, const char *usage, const char *const *prefixes);
 //  queen-proxy --help: the settings the proxy reads.
 void qn_config_help_proxy (FILE *out);
 //  Prints the settings as a Markdown table (README).

@@ -4,6 +4,7 @@
     failure, port taken), 2 for bad configuration.
 */
 #include "actors/actors.h"
+#include "actors/sink/sink.h"
 #include "kernel/schema.h"
 
 #include <libpq-fe.h>
@@ -107,6 +108,18 @@ main (int argc, char **argv)
         return 2;
     }
     qn_log_set_level_name (config.log_level);
+    //  sink: SINK_IN_BROKER runs the sink actor in this process (its
+    //  settings are checked now; the bucket once the broker is up).
+    if (config.sink_in_broker && qn_sink_check_config (&config, err, sizeof err)) {
+        fprintf (stderr, "queen: bad configuration: %s\n", err);
+        qn_config_free (&config);
+        return 2;
+    }
+    if (config.sink_in_broker && qn_sink_check_remote (&config, false, err, sizeof err)) {
+        fprintf (stderr, "queen: cannot start the sink: %s\n", err);
+        qn_config_free (&config);
+        return 1;
+    }
     //  Every client is a file descriptor: take all the kernel allows.
     struct rlimit nofile;
     if (getrlimit (RLIMIT_NOFILE, &nofile) == 0 && nofile.rlim_cur < nofile.rlim_max) {
@@ -134,6 +147,9 @@ main (int argc, char **argv)
     //  then its listener, so a stop closes the door first.
     if (ok && config.sqs_port)
         ok = qn_codec_sqs_new (kernel, &config) && qn_sqs_acceptor_new (kernel, &config);
+    //  sink: started after the front door, as a client of it (QUEEN_URL).
+    if (ok && config.sink_in_broker)
+        ok = qn_sink_new (kernel, &config) != NULL;
     int rc = 1;
     if (ok) {
         qn_info ("ready");
