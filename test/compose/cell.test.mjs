@@ -49,10 +49,14 @@ function podman (...args) {
 }
 const container = (service) => `${PROJECT}_${service}_1`;
 
-before(() => {
+before(async () => {
     const out = podman('exec', container('proxy'), 'queen-proxy', 'create-tenant', TENANT);
     KEY = JSON.parse(out.split('\n').filter((l) => l.startsWith('{')).pop()).key;
     assert.match(KEY, /^qk_/);
+    //  A key made by the sub-command (straight in PostgreSQL) reaches the
+    //  proxy at its next key-table refresh (1 s).
+    await waitFor(async () => (await request(PROXY, '/proxy/v1/whoami',
+        { headers: via.proxy().headers, expect: [200, 401] })).status === 200, 10000, 200);
 });
 
 async function healthy (url) {
