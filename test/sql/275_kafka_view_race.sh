@@ -13,11 +13,12 @@ run=$(date +%s%N)
 q="kview_$run"
 dir=$(mktemp -d)
 psql -X -q -v ON_ERROR_STOP=1 "$@" -c "SELECT queen.configure('', '$q', NULL, NULL, NULL)" >/dev/null
-push() {   # push <partition> <count>: one transaction per message
+push() {   # push <partition> <count> <psql args>: one transaction per message
+  part=$1; n=$2; shift 2
   psql -X -q -At -v ON_ERROR_STOP=1 "$@" -c "
     DO \$\$ BEGIN
-      FOR k IN 1..$2 LOOP
-        PERFORM queen.push('', ARRAY['$q'], ARRAY['$1'], ARRAY[NULL], ARRAY[convert_to(k::text, 'UTF8')],
+      FOR k IN 1..$n LOOP
+        PERFORM queen.push('', ARRAY['$q'], ARRAY['$part'], ARRAY[NULL], ARRAY[convert_to(k::text, 'UTF8')],
                            ARRAY[NULL::uuid], ARRAY[NULL], ARRAY[false], false);
         COMMIT;
       END LOOP;
