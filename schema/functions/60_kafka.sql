@@ -62,8 +62,10 @@ $$;
 
 -- The first Kafka naming of existing queues: those of p_names whose view
 -- was never set (NULL) get p_parts kparts, their Kafka log starting with
--- the next push. Row locks in id order; a concurrent first naming waits and
--- then finds the value set. Pushes read kafka_partitions after their native
+-- the next push. Lock order as everywhere (L0 queue locks first, shared,
+-- ascending: a concurrent queue_delete holds it exclusive before its row),
+-- then the rows in id order; a concurrent first naming waits and then
+-- finds the value set. Pushes read kafka_partitions after their native
 -- partition locks in a fresh snapshot (queen._push_rows), so every push
 -- whose statement starts after this commits is in the log, and the log of
 -- each native partition is a suffix of its messages. Reserved ("__") and
@@ -72,11 +74,15 @@ CREATE FUNCTION queen._kafka_view_on(p_tenant text, p_names text[], p_parts int)
 RETURNS void
 LANGUAGE plpgsql AS $$
 BEGIN
+  PERFORM queen.lock_queue_shared(s.id)
+     FROM (SELECT x.id FROM queen.queues x
+            WHERE x.tenant = p_tenant AND x.name = ANY (p_names) AND x.kafka_partitions IS NULL
+            ORDER BY x.id) s;
   UPDATE queen.queues q SET kafka_partitions = p_parts
    WHERE q.id IN (SELECT x.id FROM queen.queues x
                    WHERE x.tenant = p_tenant AND x.name = ANY (p_names) AND x.kafka_partitions IS NULL
                      AND queen.kafka_legal_name(x.name) AND x.name NOT LIKE '\_\_%'
-                   ORDER BY x.id FOR UPDATE)
+                   ORDER BY x.id FOR NO KEY UPDATE)
      AND q.kafka_partitions IS NULL;
 END
 $$;
