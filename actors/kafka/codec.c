@@ -854,6 +854,8 @@ s_produce (self_t *self, s_req_t *r)
                 }
             }
     }
+    //  $11: the kpart count a queue Kafka never named before gets (its view starts now)
+    qn_pg_args_int (&a, self->config->kafka_default_partitions);
     int rc = qn_pg_call (self->kernel, "pg_writer", &self->exec, QN_SQL_KAFKA_PUSH, NULL, &a,
                          S_PG_TIMEOUT_MS, s_on_produce_result, r);
     qn_pg_args_free (&a);

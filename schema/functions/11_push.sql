@@ -130,6 +130,8 @@ DECLARE
   r_pid  bigint[];
   r_qid  int[];
   r_dup  bool[];
+  v_window bool;
+  v_kafka  bool;
 BEGIN
   IF p_strict THEN
     v_dup := queen._push_dup(p_queues, p_parts, p_txn_ids, pq, pn, ppid);
@@ -214,13 +216,24 @@ BEGIN
                nb.pid, nb.qid, nb.new_seq IS NULL AS dup
           FROM numbered nb) o;
 
+  -- one look at the pushed queues' rows (index on id; once per queue, not per
+  -- message): window buffer, and whether any has its Kafka view on. Read now,
+  -- after the partition locks, in this statement's fresh snapshot: a push
+  -- that starts after a queue's first Kafka naming commits is in its log
+  -- (queen._kafka_view_on). NULL (never named by Kafka) / 0: no Kafka work.
+  SELECT COALESCE(bool_or(q.window_buffer > 0), false), COALESCE(bool_or(q.kafka_partitions > 0), false)
+    INTO v_window, v_kafka
+    FROM queen.queues q WHERE q.id = ANY (pqid);
+
   -- Kafka view: offsets for the new rows, under the kpart row locks
-  PERFORM queen._kafka_append(r_seq, r_pid, r_qid, r_dup, pn, ppid, p_kparts, p_kts, v_now);
+  IF v_kafka THEN
+    PERFORM queen._kafka_append(r_seq, r_pid, r_qid, r_dup, pn, ppid, p_kparts, p_kts, v_now);
+  END IF;
   RETURN QUERY SELECT * FROM unnest(r_ord, r_seq, r_pid, r_qid, r_dup);
 
   -- window buffer: hold back partitions that just received messages (rows not
   -- under a live lease; pop re-checks the newest message for leased ones)
-  IF EXISTS (SELECT 1 FROM queen.queues q WHERE q.id = ANY (pqid) AND q.window_buffer > 0) THEN
+  IF v_window THEN
     UPDATE queen.ready r
        SET avail_at = GREATEST(r.avail_at, v_now + make_interval(secs => q.window_buffer)),
            lease_id = NULL, leased_from = NULL, leased_to = NULL, batch_size = 0, acked_count = 0

@@ -4,7 +4,10 @@
 -- Topic = queue; each queue with kafka_partitions = N >= 1 has N Kafka
 -- partitions ("kparts") with dense offsets in queen.kafka_log, handed out by
 -- every push (native, Kafka, any front door) inside its transaction
--- (queen._kafka_append, called by queen._push_rows). A native partition E
+-- (queen._kafka_append, called by queen._push_rows only when one of the
+-- pushed queues has N >= 1). A queue created natively has NULL ("Kafka never
+-- named it": no Kafka work on push) until the first Kafka request naming it
+-- turns its view on (queen._kafka_view_on); 0 = view switched off. A native partition E
 -- belongs to kpart (murmur2(utf8(E)) & 0x7fffffff) mod N, as the Java client
 -- and kafkajs partition a record with key E; a Kafka-produced record goes to
 -- the kpart its producer chose.
@@ -55,6 +58,33 @@ $$;
 CREATE FUNCTION queen.kafka_legal_name(p_name text) RETURNS bool
 LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $$
   SELECT p_name IS NOT NULL AND p_name ~ '^[A-Za-z0-9._-]{1,249}$' AND p_name NOT IN ('.', '..')
+$$;
+
+-- The first Kafka naming of existing queues: those of p_names whose view
+-- was never set (NULL) get p_parts kparts, their Kafka log starting with
+-- the next push. Lock order as everywhere (L0 queue locks first, shared,
+-- ascending: a concurrent queue_delete holds it exclusive before its row),
+-- then the rows in id order; a concurrent first naming waits and then
+-- finds the value set. Pushes read kafka_partitions after their native
+-- partition locks in a fresh snapshot (queen._push_rows), so every push
+-- whose statement starts after this commits is in the log, and the log of
+-- each native partition is a suffix of its messages. Reserved ("__") and
+-- illegal names are left alone (Kafka could not have created them).
+CREATE FUNCTION queen._kafka_view_on(p_tenant text, p_names text[], p_parts int)
+RETURNS void
+LANGUAGE plpgsql AS $$
+BEGIN
+  PERFORM queen.lock_queue_shared(s.id)
+     FROM (SELECT x.id FROM queen.queues x
+            WHERE x.tenant = p_tenant AND x.name = ANY (p_names) AND x.kafka_partitions IS NULL
+            ORDER BY x.id) s;
+  UPDATE queen.queues q SET kafka_partitions = p_parts
+   WHERE q.id IN (SELECT x.id FROM queen.queues x
+                   WHERE x.tenant = p_tenant AND x.name = ANY (p_names) AND x.kafka_partitions IS NULL
+                     AND queen.kafka_legal_name(x.name) AND x.name NOT LIKE '\_\_%'
+                   ORDER BY x.id FOR NO KEY UPDATE)
+     AND q.kafka_partitions IS NULL;
+END
 $$;
 
 -- Called by queen._push_rows with the rows of one push, native partition
@@ -115,14 +145,15 @@ $$;
 
 -- Kafka Produce: queen.push of the items whose topic is a Kafka-visible
 -- queue of the tenant and whose kpart is inside it (others: err 3, not
--- pushed; Produce never creates topics), with the kparts and timestamps the
+-- pushed; Produce never creates queues; an existing queue Kafka never
+-- named gets p_default_parts kparts first, queen._kafka_view_on), with the kparts and timestamps the
 -- producer chose, then the message_meta rows (timestamp, raw key, null
 -- value, headers) of the new messages. Answers each item's kpart and
 -- offset (a duplicate answers its original row's) and its queue name (for
 -- the "committed" wake-up, statements.c).
 CREATE FUNCTION queen.kafka_push(p_tenant text, p_queues text[], p_parts text[], p_txn_ids text[],
   p_payloads bytea[], p_kparts int[], p_kts bigint[], p_raw_keys bytea[], p_value_null bool[],
-  p_headers bytea[])
+  p_headers bytea[], p_default_parts int DEFAULT 1)
 RETURNS TABLE(ord int, err smallint, queue_name text, duplicate bool, kpart int, koffset bigint)
 LANGUAGE plpgsql AS $$
 #variable_conflict use_column
@@ -131,6 +162,10 @@ DECLARE
   n     int;
   r_ord int[]; r_seq bigint[]; r_pid bigint[]; r_dup bool[];
 BEGIN
+  IF EXISTS (SELECT 1 FROM queen.queues qq
+              WHERE qq.tenant = p_tenant AND qq.name = ANY (p_queues) AND qq.kafka_partitions IS NULL) THEN
+    PERFORM queen._kafka_view_on(p_tenant, p_queues, p_default_parts);
+  END IF;
   SELECT array_agg(t.o ORDER BY t.o) INTO v_ok
     FROM unnest(p_queues, p_kparts) WITH ORDINALITY AS t(q, k, o)
     JOIN queen.queues qq ON qq.tenant = p_tenant AND qq.name = t.q
@@ -166,8 +201,10 @@ $$;
 
 -- Metadata: p_names NULL = every Kafka-visible queue of the tenant, sorted;
 -- else each name in request order: err 17 for an illegal name, 3 for a
--- queue that does not exist (or has its Kafka view off) unless p_create
--- creates it with p_parts kparts (never a reserved "__" name: 17).
+-- queue that does not exist, has its Kafka view off (0) or was never named
+-- by Kafka (NULL), unless p_create creates it with p_parts kparts, or turns
+-- the view of an existing never-named queue on with p_parts kparts
+-- (queen._kafka_view_on; never a reserved "__" name: 17).
 CREATE FUNCTION queen.kafka_topics(p_tenant text, p_names text[], p_create bool, p_parts int)
 RETURNS TABLE(name text, partitions int, err smallint)
 LANGUAGE plpgsql AS $$
@@ -187,12 +224,16 @@ BEGIN
              WHERE queen.kafka_legal_name(n) AND n NOT LIKE '\_\_%') d
      ORDER BY d.n
     ON CONFLICT (tenant, name) DO NOTHING;
+    IF EXISTS (SELECT 1 FROM queen.queues q
+                WHERE q.tenant = p_tenant AND q.name = ANY (p_names) AND q.kafka_partitions IS NULL) THEN
+      PERFORM queen._kafka_view_on(p_tenant, p_names, p_parts);
+    END IF;
   END IF;
   RETURN QUERY
   SELECT t.n, CASE WHEN q.kafka_partitions > 0 THEN q.kafka_partitions ELSE 0 END,
          CASE WHEN NOT queen.kafka_legal_name(t.n) THEN 17
-              WHEN q.id IS NULL AND p_create AND t.n LIKE '\_\_%' THEN 17
-              WHEN q.id IS NULL OR q.kafka_partitions = 0 THEN 3
+              WHEN (q.id IS NULL OR q.kafka_partitions IS NULL) AND p_create AND t.n LIKE '\_\_%' THEN 17
+              WHEN q.id IS NULL OR COALESCE(q.kafka_partitions, 0) = 0 THEN 3
               ELSE 0 END::smallint
     FROM unnest(p_names) WITH ORDINALITY AS t(n, o)
     LEFT JOIN queen.queues q ON q.tenant = p_tenant AND q.name = t.n
@@ -201,7 +242,9 @@ END
 $$;
 
 -- CreateTopics, one topic: 0 created (or would be, p_validate), 17 illegal
--- or reserved name, 36 exists, 37 partitions outside 1..p_max.
+-- or reserved name, 36 exists, 37 partitions outside 1..p_max. An existing
+-- queue answers 36 whatever its Kafka view and is left unchanged (a queue
+-- Kafka never named stays so until Metadata or Produce names it).
 CREATE FUNCTION queen.kafka_create_topic(p_tenant text, p_name text, p_parts int, p_max int,
   p_validate bool)
 RETURNS smallint
@@ -269,7 +312,7 @@ DECLARE
 BEGIN
   SELECT q.id, q.kafka_partitions INTO v_qid, v_n FROM queen.queues q
    WHERE q.tenant = p_tenant AND q.name = p_queue;
-  IF v_qid IS NULL OR v_n < 1 OR p_kpart < 0 OR p_kpart >= v_n THEN
+  IF v_qid IS NULL OR COALESCE(v_n, 0) < 1 OR p_kpart < 0 OR p_kpart >= v_n THEN
     RETURN QUERY SELECT 3::smallint, -1::bigint, -1::bigint, NULL::bigint, NULL::bigint, NULL::bytea,
                         NULL::bytea, NULL::bytea, NULL::bool;
     RETURN;
@@ -325,7 +368,7 @@ DECLARE
 BEGIN
   SELECT q.id, q.kafka_partitions INTO v_qid, v_n FROM queen.queues q
    WHERE q.tenant = p_tenant AND q.name = p_queue;
-  IF v_qid IS NULL OR v_n < 1 OR p_kpart < 0 OR p_kpart >= v_n THEN
+  IF v_qid IS NULL OR COALESCE(v_n, 0) < 1 OR p_kpart < 0 OR p_kpart >= v_n THEN
     RETURN QUERY SELECT 3::smallint, -1::bigint, -1::bigint;
     RETURN;
   END IF;

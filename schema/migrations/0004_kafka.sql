@@ -4,10 +4,13 @@
 
 -- Kafka partition count of a queue: >= 1 = the Kafka view is on with that
 -- many partitions ("kparts"); 0 = off (no kafka_log rows, invisible to
--- Kafka). Fixed once set (a change would move entities between kparts).
--- Queues created natively get 1; Kafka auto-creation uses the broker's
--- KAFKA_DEFAULT_PARTITIONS. (queues.kafka_view of 0001 stays unused.)
-ALTER TABLE queen.queues ADD COLUMN kafka_partitions int NOT NULL DEFAULT 1
+-- Kafka); NULL = Kafka has never named the queue (native pushes do no
+-- Kafka work for it). Queues created natively start NULL; the first Kafka
+-- request naming one (Metadata allowing auto-creation, Produce) sets it to
+-- the broker's KAFKA_DEFAULT_PARTITIONS and its Kafka log starts then;
+-- Kafka creation sets N. Fixed once >= 1 (a change would move entities
+-- between kparts). (queues.kafka_view of 0001 stays unused.)
+ALTER TABLE queen.queues ADD COLUMN kafka_partitions int
   CHECK (kafka_partitions BETWEEN 0 AND 1024);
 
 -- Per-kpart offset counter: the push transaction locks the rows it needs

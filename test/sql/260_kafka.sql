@@ -3,6 +3,7 @@
 -- order, Kafka pushes with chosen kparts, timestamps, raw keys, null values
 -- and headers, idempotent retries answering the original offset, fetch
 -- windows and errors, ListOffsets, Metadata topics with auto-creation,
+-- native queues Kafka never named (no Kafka work until the first naming),
 -- CreateTopics / DeleteTopics, the same rows for native pops.
 \ir _lib.psql
 
@@ -104,7 +105,8 @@ SELECT pg_temp.ok_one(array_agg(koffset = 2 AND ts_ms = -1), 'after the last: hw
 SELECT pg_temp.ok_one(array_agg(err = 3), 'unknown') FROM queen.kafka_list_offset('', pg_temp.qn('none'), 0, -1);
 
 -- Metadata: listing, auto-creation with the default count, a queue whose
--- Kafka view is off
+-- Kafka view is off (named by Kafka, one message logged, then switched off)
+SELECT count(*) FROM queen.kafka_topics('', ARRAY[pg_temp.qn('off')], true, 1);
 SELECT count(*) FROM pg_temp.push1(pg_temp.qn('off'), NULL, NULL, '1');
 UPDATE queen.queues SET kafka_partitions = 0 WHERE tenant = '' AND name = pg_temp.qn('off');
 SELECT count(*) FROM pg_temp.push1(pg_temp.qn('off'), NULL, NULL, '2');
@@ -121,7 +123,59 @@ SELECT pg_temp.ok(bool_and(err = 0) AND bool_and(partitions > 0)
 SELECT pg_temp.ok(NOT EXISTS (SELECT 1 FROM queen.kafka_log l JOIN queen.queues q ON q.id = l.queue_id
                                WHERE q.name = pg_temp.qn('off') AND l.koffset > 0), 'view off: no new log rows');
 
+-- a natively created queue: Kafka never named it (NULL), so pushes do no
+-- Kafka work; consumer Metadata (no auto-creation), Fetch, ListOffsets,
+-- CreateTopics (36) and DeleteTopics leave it so; Metadata allowing
+-- auto-creation turns its view on with the default count, and its log
+-- starts with the next push (dense from 0, the earlier message not in it)
+SELECT count(*) FROM pg_temp.push1(pg_temp.qn('late'), 'a', NULL, 'before');
+SELECT pg_temp.ok_one(array_agg(kafka_partitions IS NULL), 'native queue: never named')
+  FROM queen.queues WHERE tenant = '' AND name = pg_temp.qn('late');
+SELECT pg_temp.ok(NOT EXISTS (SELECT 1 FROM queen.kafka_log l JOIN queen.queues q ON q.id = l.queue_id
+                               WHERE q.name = pg_temp.qn('late'))
+                  AND NOT EXISTS (SELECT 1 FROM queen.kafka_partition_state s JOIN queen.queues q ON q.id = s.queue_id
+                                   WHERE q.name = pg_temp.qn('late')), 'never named: no Kafka rows');
+SELECT pg_temp.ok(NOT array_agg(name) @> ARRAY[pg_temp.qn('late')], 'never named: not listed')
+  FROM queen.kafka_topics('', NULL, false, 1);
+SELECT pg_temp.ok_one(array_agg(err = 3 AND partitions = 0), 'never named, no auto-create: unknown')
+  FROM queen.kafka_topics('', ARRAY[pg_temp.qn('late')], false, 2);
+SELECT pg_temp.ok_one(array_agg(err = 3), 'never named: fetch unknown')
+  FROM queen.kafka_fetch('', pg_temp.qn('late'), 0, 0, 1048576, 100);
+SELECT pg_temp.ok_one(array_agg(err = 3), 'never named: list offsets unknown')
+  FROM queen.kafka_list_offset('', pg_temp.qn('late'), 0, -1);
+SELECT pg_temp.ok(queen.kafka_create_topic('', pg_temp.qn('late'), 3, 1024, false) = 36, 'never named: exists');
+SELECT pg_temp.ok(queen.kafka_delete_topic('', pg_temp.qn('late')) = 3, 'never named: delete unknown');
+SELECT pg_temp.ok_one(array_agg(kafka_partitions IS NULL), 'still never named')
+  FROM queen.queues WHERE tenant = '' AND name = pg_temp.qn('late');
+SELECT pg_temp.ok_one(array_agg(err = 0 AND partitions = 2), 'first naming: default count')
+  FROM queen.kafka_topics('', ARRAY[pg_temp.qn('late')], true, 2);
+SELECT pg_temp.ok_one(array_agg(err = 0 AND partitions = 2), 'named again: unchanged')
+  FROM queen.kafka_topics('', ARRAY[pg_temp.qn('late')], true, 5);
+SELECT count(*) FROM pg_temp.push1(pg_temp.qn('late'), 'a', NULL, 'after1');
+SELECT count(*) FROM pg_temp.push1(pg_temp.qn('late'), 'a', NULL, 'after2');
+SELECT pg_temp.ok(array_agg(koffset ORDER BY koffset) = ARRAY[0, 1]::bigint[]
+                  AND array_agg(convert_from(value, 'UTF8') ORDER BY koffset) = ARRAY['after1', 'after2'],
+                  'log starts at the first naming')
+  FROM queen.kafka_fetch('', pg_temp.qn('late'), queen.kafka_kpart('a', 2), 0, 1048576, 100) WHERE koffset IS NOT NULL;
+SELECT pg_temp.ok(count(*) = 2, 'only the later messages logged') FROM queen.kafka_log l JOIN queen.queues q ON q.id = l.queue_id
+ WHERE q.name = pg_temp.qn('late');
+-- Produce names a never-named queue too: the default count, offsets from 0
+SELECT count(*) FROM pg_temp.push1(pg_temp.qn('late2'), 'a', NULL, 'before');
+CREATE TEMP TABLE kp3 AS SELECT * FROM queen.kafka_push('', ARRAY[pg_temp.qn('late2')], ARRAY['a'], ARRAY[NULL],
+  ARRAY['v']::bytea[], ARRAY[0], ARRAY[1]::bigint[], ARRAY[NULL]::bytea[], ARRAY[false], ARRAY[NULL]::bytea[], 3);
+SELECT pg_temp.ok_one(array_agg(err = 0 AND kpart = 0 AND koffset = 0), 'produce names the queue') FROM kp3;
+SELECT pg_temp.ok_one(array_agg(kafka_partitions = 3), 'produce: default count')
+  FROM queen.queues WHERE tenant = '' AND name = pg_temp.qn('late2');
+-- a queue with its view off stays off when Kafka names it
+SELECT pg_temp.ok_one(array_agg(err = 3), 'view off: produce refused')
+  FROM queen.kafka_push('', ARRAY[pg_temp.qn('off')], ARRAY['a'], ARRAY[NULL], ARRAY['v']::bytea[], ARRAY[0],
+                        ARRAY[1]::bigint[], ARRAY[NULL]::bytea[], ARRAY[false], ARRAY[NULL]::bytea[], 3);
+SELECT pg_temp.ok_one(array_agg(kafka_partitions = 0), 'view off: unchanged')
+  FROM queen.queues WHERE tenant = '' AND name = pg_temp.qn('off');
+
 -- dense offsets across native partitions of one kpart, interleaved calls
+-- (Kafka names the queue first: Metadata with auto-creation)
+SELECT count(*) FROM queen.kafka_topics('', ARRAY[pg_temp.qn('one')], true, 1);
 SELECT count(*) FROM pg_temp.push1(pg_temp.qn('one'), 'a', NULL, '1');
 SELECT count(*) FROM pg_temp.push1(pg_temp.qn('one'), 'b', NULL, '2');
 SELECT count(*) FROM queen.push('', ARRAY[pg_temp.qn('one'), pg_temp.qn('one'), pg_temp.qn('one')], ARRAY['c', 'a', 'c'],

@@ -10,6 +10,8 @@ run=$(date +%s%N)
 q="krace_$run"
 dir=$(mktemp -d)
 psql -X -q -v ON_ERROR_STOP=1 "$@" -c "SELECT queen.configure('', '$q', NULL, NULL, NULL)" >/dev/null
+# Kafka names the queue (Metadata with auto-creation): its view is on from here
+psql -X -q -v ON_ERROR_STOP=1 "$@" -c "SELECT count(*) FROM queen.kafka_topics('', ARRAY['$q'], true, 1)" >/dev/null
 psql -X -q -At -v ON_ERROR_STOP=1 "$@" -c "
   CREATE TEMP TABLE seen (koffset bigint);
   DO \$\$
