@@ -397,7 +397,7 @@ test('SINK_IN_BROKER: the same sink actor inside the broker process', async () =
         const dir = await download('inside/');
         await checkExactlyOnce(dir, queue, 300, 'jsonl');
         const prom = await (await fetch(`${inner.url}/metrics/prometheus`)).text();
-        assert.match(prom, /queen_sink_messages_staged 300/);
+        assert.match(prom, /queen_sink_messages_staged_total 300/);
     } finally {
         assert.equal(await inner.stop(), 0, inner.logs());
     }
