@@ -10,12 +10,12 @@
 # Exports for the tests: QN_PG_DIR (cluster dir for scripts/pg.sh), QN_PG_PORT,
 # QN_BIN (BUILD_DIR/queen), QN_ROOT (repo root), QN_TMP (scratch, removed).
 # The whole run has a hard time limit (a watchdog); a single test has one too.
-# Environment: QN_IT_TIMEOUT (whole run, s; default 1500),
+# Environment: QN_IT_TIMEOUT (whole run, s; default 2700),
 # QN_TEST_TIMEOUT_MS (one test; default 600000).
 set -eu
 
 ROOT=$(cd "$(dirname "$0")/../.." && pwd -P)
-LIMIT="${QN_IT_TIMEOUT:-1500}"
+LIMIT="${QN_IT_TIMEOUT:-2700}"
 
 BUILD="${1:-build}"
 [ $# -gt 0 ] && shift
