@@ -40,6 +40,10 @@ T="$QN_TMP"
 # shellcheck source=bench/lib.sh
 . "$HERE/lib.sh"
 [ -x "$VERIFY" ] || { echo "verify: $VERIFY not built"; exit 1; }
+#  The broker queen-verify starts inherits these: the other doors off
+#  (their fixed default ports collide with other brokers on the machine)
+KAFKA_PORT=0 SQS_PORT=0 MESH_PORT=0
+export KAFKA_PORT SQS_PORT MESH_PORT
 
 : > "$OUT"
 failed=0

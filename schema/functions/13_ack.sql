@@ -10,10 +10,8 @@
 -- cursors) are a handful of set-based statements at the end.
 -- p_txn: the caller holds the partition locks (L1); otherwise none are held
 -- and the drain try-locks.
--- p_slow: never take the set-based path (tests compare the two).
 CREATE FUNCTION queen._ack_core(p_tenant text, p_groups text[], p_pids bigint[], p_txn_ids text[],
-  p_seqs bigint[], p_statuses text[], p_lease_ids uuid[], p_errors text[], p_txn bool,
-  p_slow bool DEFAULT false)
+  p_seqs bigint[], p_statuses text[], p_lease_ids uuid[], p_errors text[], p_txn bool)
 RETURNS TABLE(ord int, success bool, error text, queue_name text, partition_name text,
   lease_released bool, dlq bool, msg_seq bigint, queue_id int, code text)
 LANGUAGE plpgsql AS $$
@@ -125,77 +123,6 @@ BEGIN
   o_qid := array_fill(NULL::int, ARRAY[n]);
   o_code := array_fill(NULL::text, ARRAY[n]);
 
-  -- The common ack (every item completed, not the transaction route): the
-  -- effect of the loop below, computed set-based. The loop costs a few
-  -- dozen plpgsql statements per item (~50 us each item on this machine,
-  -- as much as every write of the call); here it is two statements. Per
-  -- (partition, group): the cursor moves to the highest acked seq, the
-  -- items inside the live delivered range are counted, and the lease is
-  -- released (retry counter reset) when the count reaches batch_size.
-  -- lease_released of an item is the state after it, in (partition,
-  -- group, seq) order: a running count. Lease validation uses the start
-  -- state, as the loop does. test/sql/300_ack_fast.sql compares both.
-  IF NOT p_txn AND NOT p_slow AND a_st <@ ARRAY['completed', 'success'] THEN
-    SELECT array_agg(z.ok), array_agg(z.err),
-           array_agg(z.code), array_agg(z.rel),
-           array_agg(z.qn), array_agg(z.pn),
-           array_agg(z.sq), array_agg(z.qid)
-      INTO o_ok, o_err, o_code, o_rel, o_qn, o_pn, o_seq, o_qid
-      FROM (
-        SELECT w.ord, w.qn, w.pn, w.sq, w.qid,
-               NOT w.nf AND NOT w.bad AS ok,
-               CASE WHEN w.nf THEN 'Message not found' WHEN w.bad THEN 'Invalid or expired lease' END AS err,
-               CASE WHEN w.nf THEN 'QN404' WHEN w.bad THEN 'QN409' END AS code,
-               CASE WHEN w.j IS NULL THEN CASE WHEN w.nf THEN NULL ELSE true END
-                    ELSE w.lease0 IS NULL OR (w.rc > 0 AND w.ac0 + w.rc >= w.bs0) END AS rel
-          FROM (
-            SELECT v.*, sum(v.inr) OVER (PARTITION BY v.j ORDER BY v.k) AS rc
-              FROM (
-                SELECT t.*,
-                       (NOT t.nf AND NOT t.bad AND t.ex0 AND t.lease0 IS NOT NULL
-                        AND t.sq > t.from0 AND t.sq <= t.to0)::int AS inr
-                  FROM (
-                    SELECT u.*, x.ex0, x.lease0, x.from0, x.to0, x.bs0, x.ac0,
-                           u.pid IS NULL OR u.sq IS NULL AS nf,
-                           u.pid IS NOT NULL AND u.sq IS NOT NULL AND u.lease IS NOT NULL
-                           AND NOT COALESCE(x.ex0 AND x.lease0 = u.lease AND x.avail0 > v_now, false) AS bad
-                      FROM unnest(a_ord, a_pid, a_seq, a_lease, a_sidx, a_qn, a_pn, a_qid)
-                           WITH ORDINALITY AS u(ord, pid, sq, lease, j, qn, pn, qid, k)
-                      LEFT JOIN unnest(s_ex0, s_lease0, s_avail0, s_from, s_to, s_bs, s_ac)
-                           WITH ORDINALITY AS x(ex0, lease0, avail0, from0, to0, bs0, ac0, j) ON x.j = u.j) t) v) w
-         ORDER BY w.ord) z;   -- one sort; array_agg keeps the input order
-    o_dlq := array_fill(false, ARRAY[n]);
-    IF ns > 0 THEN
-      SELECT array_agg(CASE WHEN e.ex0 THEN GREATEST(e.cur0, e.mx) ELSE e.cur0 END),
-             array_agg(CASE WHEN e.rl THEN NULL ELSE e.lease0 END),
-             array_agg(CASE WHEN e.rl THEN v_now ELSE e.avail0 END),
-             array_agg(CASE WHEN e.rl THEN NULL ELSE e.from0 END),
-             array_agg(CASE WHEN e.rl THEN NULL ELSE e.to0 END),
-             array_agg(CASE WHEN e.rl THEN 0 ELSE e.bs0 END),
-             array_agg(CASE WHEN e.rl THEN 0 ELSE e.ac0 + e.cnt END),
-             array_agg(CASE WHEN e.rl THEN 0 ELSE e.att0 END),
-             array_agg(e.ex0 AND (e.mx > e.cur0 OR e.cnt > 0))
-        INTO s_cur, s_lease, s_avail, s_from, s_to, s_bs, s_ac, s_att, s_chg
-        FROM (
-          SELECT st.*, st.lease0 IS NOT NULL AND st.cnt > 0 AND st.ac0 + st.cnt >= st.bs0 AS rl
-            FROM (
-              SELECT x.j, x.ex0, x.cur0, x.lease0, x.avail0, x.from0, x.to0, x.bs0, x.ac0, x.att0,
-                     COALESCE(g.mx, x.cur0) AS mx, COALESCE(g.cnt, 0) AS cnt
-                FROM unnest(s_ex0, s_cur, s_lease0, s_avail0, s_from, s_to, s_bs, s_ac, s_att)
-                     WITH ORDINALITY AS x(ex0, cur0, lease0, avail0, from0, to0, bs0, ac0, att0, j)
-                LEFT JOIN (
-                  SELECT i.j, max(i.sq) AS mx,
-                         count(*) FILTER (WHERE y.lease0 IS NOT NULL
-                                          AND i.sq > y.from0 AND i.sq <= y.to0)::int AS cnt
-                    FROM unnest(a_seq, a_lease, a_sidx) AS i(sq, lease, j)
-                    JOIN unnest(s_ex0, s_lease0, s_avail0, s_from, s_to)
-                         WITH ORDINALITY AS y(ex0, lease0, avail0, from0, to0, j) ON y.j = i.j
-                   WHERE i.sq IS NOT NULL
-                     AND (i.lease IS NULL OR COALESCE(y.ex0 AND y.lease0 = i.lease AND y.avail0 > v_now, false))
-                   GROUP BY i.j) g ON g.j = x.j) st
-           ORDER BY st.j) e;
-    END IF;
-  ELSE
   FOR i IN 1..n LOOP
     o := a_ord[i];
     j := a_sidx[i];
@@ -302,7 +229,6 @@ BEGIN
     END IF;
     o_rel[o] := j IS NULL OR NOT s_ex[j] OR s_lease[j] IS NULL;
   END LOOP;
-  END IF;
 
   -- DLQ copies (payload copied: the DLQ outlives message deletion)
   IF array_length(d_pid, 1) > 0 THEN
