@@ -20,6 +20,9 @@
 #   and after: every backend of the run, autovacuum included); and the
 #   statements by total execution time, as calls and microseconds per
 #   consumed message (top-level function calls include their statements).
+#   Then the CPU per message of push, pop and ack run one after the other in
+#   one session (the backend's own on-CPU time, /proc/PID/schedstat, around
+#   each call: little affected by other load on the machine).
 # Writes QN_BENCH_OUT/stmts.txt. Run by bench/run.sh; QN_STMTS_SECONDS (15),
 # QN_STMTS_TOP (24 statements per shape).
 set -eu
@@ -150,6 +153,62 @@ EOF
     } >> "$OUT"
 }
 
+#  CPU per call, no contention: one session runs push (100) + pop (100) +
+#  ack of what came back, 40 times after 5 warm-up rounds, and reads its own
+#  backend's on-CPU time (/proc/PID/schedstat, ns) around each call. Less
+#  sensitive to a loaded machine than the wall-clock figures above.
+cpu_seq () {          #  shape queue
+    if [ "$1" = keyed ]; then
+        parts="array_fill (:'kp'::text, ARRAY[100])"
+    else
+        parts="ARRAY (SELECT 's' || floor (random () * 200)::int FROM generate_series (1, 100))"
+    fi
+    ns="split_part (pg_read_file ('/proc/' || pg_backend_pid () || '/schedstat'), ' ', 1)::bigint"
+    cat > "$T/cpu_body.sql" <<EOF
+SELECT 'k' || floor (random () * 200)::int AS kp \gset
+SELECT $ns AS t0 \gset
+SELECT count(*) FROM queen.push ('', array_fill ('$2'::text, ARRAY[100]), $parts,
+  array_fill (NULL::text, ARRAY[100]),
+  ARRAY (SELECT convert_to ('{"s":' || g || ',"t":1764500000000,"f":"' || repeat ('x', 216) || '"}', 'UTF8')
+         FROM generate_series (1, 100) g),
+  array_fill (NULL::uuid, ARRAY[100]), array_fill (NULL::text, ARRAY[100]), array_fill (false, ARRAY[100]), false);
+SELECT $ns AS t1 \gset
+SELECT coalesce (array_agg (partition_id), '{}') AS pids, coalesce (array_agg (seq), '{}') AS seqs, count (seq) AS n
+  FROM queen.pop ('', '$2', NULL, '__QUEUE_MODE__', NULL, NULL, 100, 100, gen_random_uuid (), false)
+ WHERE seq IS NOT NULL \gset
+SELECT $ns AS t2 \gset
+SELECT count(*) FROM queen.ack ('', array_fill ('__QUEUE_MODE__'::text, ARRAY[:n]), :'pids'::bigint[],
+  array_fill (NULL::text, ARRAY[:n]), :'seqs'::bigint[], array_fill ('completed'::text, ARRAY[:n]),
+  array_fill (NULL::uuid, ARRAY[:n]), array_fill (NULL::text, ARRAY[:n]));
+SELECT $ns AS t3 \gset
+INSERT INTO cpu VALUES (:n, :t1 - :t0, :t2 - :t1, :t3 - :t2);
+EOF
+    {
+        echo "CREATE TEMP TABLE cpu (n int, push bigint, pop bigint, ack bigint);"
+        r=1
+        while [ $r -le 45 ]; do
+            cat "$T/cpu_body.sql"
+            [ $r = 5 ] && echo "TRUNCATE cpu;"
+            r=$((r + 1))
+        done
+        #  push per pushed message (100 a round), pop and ack per consumed one
+        echo "SELECT sum (n), round (sum (push) / 1e3 / (100 * count (*)), 1), round (sum (pop) / 1e3 / sum (n), 1),
+                     round (sum (ack) / 1e3 / sum (n), 1),
+                     round (sum (push) / 1e3 / (100 * count (*)) + sum (pop + ack) / 1e3 / sum (n), 1) FROM cpu;"
+    } > "$T/cpu.sql"
+    $PSQL -d "$DB" -v ON_ERROR_STOP=1 -F ' ' -f "$T/cpu.sql" | tail -n 1 |
+        awk -v s="$1" '{ printf "%-8s %8s %10s %10s %10s %10s\n", s, $1, $2, $3, $4, $5 }'
+}
+
 run_shape spread bstmts
 run_shape keyed bstmtsk
+{
+    echo
+    echo "-- CPU per message, one session, no concurrency (backend on-CPU time around each call; 40 rounds of"
+    echo "   push 100 + pop 100 + ack; spread = 100 random partitions of 200 per push, keyed = one per push;"
+    echo "   push per pushed message, pop and ack per consumed one)"
+    printf "%-8s %8s %10s %10s %10s %10s\n" shape consumed "push us" "pop us" "ack us" "sum us"
+    cpu_seq spread bcpus
+    cpu_seq keyed bcpuk
+} >> "$OUT"
 cat "$OUT"
