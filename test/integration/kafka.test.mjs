@@ -17,10 +17,13 @@ import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import net from 'node:net';
 import kafkajs from 'kafkajs';
+import { createRequire } from 'node:module';
 import {
     startBroker, freePort, pushItems, popMessages, ackBatch, ackFor, configureQueue,
 } from './lib.mjs';
 
+//  Payloads of queues with encryptionEnabled are sealed with this key.
+const ENC_KEY = 'a1'.repeat(32);
 let broker;
 let U;
 let B;
@@ -35,7 +38,7 @@ before(async () => {
     broker = await startBroker({
         port,
         env: { KAFKA_PORT: String(kport), KAFKA_ADVERTISED_HOST: '127.0.0.1', KAFKA_DEFAULT_PARTITIONS: '3',
-               KAFKA_MAX_REQUEST_BYTES: '1048576' },
+               KAFKA_MAX_REQUEST_BYTES: '1048576', QUEEN_ENCRYPTION_KEY: ENC_KEY },
     });
     U = broker.url;
     B = `127.0.0.1:${kport}`;
@@ -315,10 +318,12 @@ test('Kafka in, HTTP out: keys are native partitions, values the payload bytes (
     assert.equal(again.out, 'e1 {"v":1}\ne2 {"v":2}\ne1 {"v":3}\n');
 });
 
-test('murmur2_random puts key0..key8 where kafkajs and native pushes do (spec §12.2)', async () => {
+test('idempotent murmur2_random gzip producer puts key0..key8 where kafkajs and native pushes do (spec §12.2)', async () => {
     //  A topic first named by a producer gets KAFKA_DEFAULT_PARTITIONS (3).
     const input = [...Array(9).keys()].map((i) => `key${i}:v${i}`).join('\n') + '\n';
-    const p = await kcat(['-P', '-t', 'kc3', '-K:', '-X', 'partitioner=murmur2_random', '-z', 'gzip'], { input });
+    //  Idempotent (spec §12.2): InitProducerId, then sequence-numbered batches.
+    const p = await kcat(['-P', '-t', 'kc3', '-K:', '-X', 'partitioner=murmur2_random',
+        '-X', 'enable.idempotence=true', '-z', 'gzip'], { input });
     assert.equal(p.code, 0, p.err);
     const out = await kcat(['-C', '-t', 'kc3', '-o', 'beginning', '-e', '-f', '%k %p\n']);
     assert.deepEqual(out.out.trim().split('\n').sort(),
@@ -440,4 +445,99 @@ test('kafkajs 2.2.4: admin create/list/delete topics, producer acks -1/1/0 with 
     } finally {
         await admin.disconnect();
     }
+});
+
+//  kafkajs's own request encoders build raw idempotent Produce frames.
+const require = createRequire(import.meta.url);
+const produceV3 = require('kafkajs/src/protocol/requests/produce/v3/request');
+const KLong = require('kafkajs/src/utils/long');
+
+//  A Produce v3 frame (acks -1) of one idempotent batch to topic/partition.
+async function idemProduce (corr, topic, partition, producerId, producerEpoch, firstSequence, values) {
+    const req = produceV3({
+        acks: -1, timeout: 5000, producerId: KLong.fromValue(producerId), producerEpoch,
+        topicData: [{ topic, partitions: [{ partition, firstSequence,
+            messages: values.map((v) => ({ key: 'k', value: v })) }] }],
+    });
+    return frame(0, 3, corr, (await req.encode()).buffer);
+}
+
+//  error_code and base_offset of the one partition of a Produce v3 answer
+function produceAnswer (f, topic) {
+    const at = 4 + 4 + 2 + Buffer.byteLength(topic) + 4 + 4;
+    return { corr: f.readInt32BE(0), error: f.readInt16BE(at), base: Number(f.readBigInt64BE(at + 2)) };
+}
+
+test('InitProducerId and sequence checks: a retried batch is answered with its offset and stored once; a gap gets 45; an old epoch 47 (spec §4.15, §6.5)', async () => {
+    await createTopic('kidem', 2);
+    //  InitProducerId v1 (null transactional id): a fresh id, epoch 0; ids differ.
+    const ip = frame(22, 1, 3, Buffer.concat([Buffer.from([0xff, 0xff]), i32(60000)]));
+    const a = await raw([ip, frame(22, 0, 4, Buffer.concat([Buffer.from([0xff, 0xff]), i32(60000)]))], 2);
+    assert.equal(a.frames.length, 2);
+    const ids = a.frames.map((f) => ({ corr: f.readInt32BE(0), err: f.readInt16BE(8),
+                                       pid: f.readBigInt64BE(10), epoch: f.readInt16BE(18) }));
+    assert.deepEqual(ids.map((x) => [x.corr, x.err, x.epoch]), [[3, 0, 0], [4, 0, 0]]);
+    assert.ok(ids[0].pid >= 1000n && ids[1].pid !== ids[0].pid, `producer ids ${ids[0].pid} ${ids[1].pid}`);
+    const pid = Number(ids[0].pid);
+    //  Batch seq 0..2, then the same bytes again (a retry after a lost answer),
+    //  on a new connection as a client would after a timeout.
+    const b0 = await idemProduce(10, 'kidem', 1, pid, 0, 0, ['a', 'b', 'c']);
+    const r1 = await raw([b0], 1);
+    assert.deepEqual(produceAnswer(r1.frames[0], 'kidem'), { corr: 10, error: 0, base: 0 });
+    const r2 = await raw([b0], 1);
+    assert.deepEqual(produceAnswer(r2.frames[0], 'kidem'), { corr: 10, error: 0, base: 0 });
+    //  The next batch (3..4), a gap (7), the retry again, an old epoch.
+    const next = await idemProduce(11, 'kidem', 1, pid, 0, 3, ['d', 'e']);
+    const gap = await idemProduce(12, 'kidem', 1, pid, 0, 7, ['x']);
+    const r3 = await raw([next, gap, b0], 3);
+    assert.deepEqual(r3.frames.map((f) => produceAnswer(f, 'kidem')), [
+        { corr: 11, error: 0, base: 3 }, { corr: 12, error: 45, base: -1 }, { corr: 10, error: 0, base: 0 }]);
+    const e1 = await idemProduce(13, 'kidem', 1, pid, 1, 0, ['f']);
+    const e0 = await idemProduce(14, 'kidem', 1, pid, 0, 5, ['y']);
+    const r4 = await raw([e1, e0], 2);
+    assert.deepEqual(r4.frames.map((f) => produceAnswer(f, 'kidem')), [
+        { corr: 13, error: 0, base: 5 }, { corr: 14, error: 47, base: -1 }]);
+    //  Stored exactly once each, in order; nothing of the refused batches.
+    const out = await kcat(['-C', '-t', 'kidem', '-p', '1', '-o', 'beginning', '-e', '-f', '%s@%o\n']);
+    assert.equal(out.code, 0, out.err);
+    assert.equal(out.out, 'a@0\nb@1\nc@2\nd@3\ne@4\nf@5\n');
+});
+
+test('kafkajs 2.2.4 idempotent producer with gzip: every message once, in order (spec §12.3)', async () => {
+    const { Kafka, logLevel, CompressionTypes } = kafkajs;
+    await createTopic('kjsidem', 3);
+    const kafka = new Kafka({ clientId: 'kjs-idem', brokers: [B], logLevel: logLevel.NOTHING });
+    const p = kafka.producer({ idempotent: true, maxInFlightRequests: 1 });
+    await p.connect();
+    try {
+        for (let round = 0; round < 3; round++) {
+            const msgs = [...Array(9).keys()].map((i) => ({ key: 'key' + i, value: `r${round}v${i}` }));
+            const res = await p.send({ topic: 'kjsidem', messages: msgs, compression: CompressionTypes.GZIP });
+            assert.ok(res.every((x) => x.errorCode === 0), JSON.stringify(res));
+        }
+    } finally {
+        await p.disconnect();
+    }
+    const out = await kcat(['-C', '-t', 'kjsidem', '-o', 'beginning', '-e', '-f', '%k %p %s\n']);
+    assert.equal(out.code, 0, out.err);
+    const lines = out.out.trim().split('\n');
+    assert.equal(lines.length, 27);
+    //  Per key, the three rounds in order, in kafkajs's murmur2 partition.
+    const part = [1, 2, 2, 1, 0, 1, 0, 0, 1];
+    for (let i = 0; i < 9; i++)
+        assert.deepEqual(lines.filter((l) => l.startsWith(`key${i} `)),
+            [0, 1, 2].map((r) => `key${i} ${part[i]} r${r}v${i}`));
+});
+
+test('Fetch opens payloads of an encrypted queue, as HTTP pop does (spec §6.2)', async () => {
+    await createTopic('kenc');
+    await configureQueue(U, 'kenc', { encryptionEnabled: true });
+    await push([{ queue: 'kenc', partition: 'e1', payload: { secret: 1 } },
+                { queue: 'kenc', partition: 'e1', payload: { secret: 2 } }]);
+    const out = await kcat(['-C', '-t', 'kenc', '-o', 'beginning', '-e', '-f', '%k %s\n']);
+    assert.equal(out.code, 0, out.err);
+    assert.equal(out.out, 'e1 {"secret":1}\ne1 {"secret":2}\n');
+    //  The same plaintext for an HTTP pop.
+    const msgs = await popMessages(U, 'kenc', { batch: 10 });
+    assert.deepEqual(msgs.map((m) => m.data), [{ secret: 1 }, { secret: 2 }]);
 });
