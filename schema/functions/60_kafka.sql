@@ -87,6 +87,59 @@ BEGIN
 END
 $$;
 
+-- The configure option kafkaPartitions (HTTP POST /api/v1/configure, any
+-- door's configure; called by queen.configure before it updates the row):
+-- absent or null = unchanged (a configure never switches a Kafka view off
+-- by leaving the option out); 0 = the Kafka view off (pushes do no Kafka
+-- work, the queue leaves Metadata; its log stays); N in 1..1024 = on with N
+-- Kafka partitions. N is fixed once set: another N >= 1 is refused (22023:
+-- entities would move between Kafka partitions), and a view switched off
+-- can come back only with a count that covers the partitions it already
+-- has offsets for. A queue Kafka never named gets N as Kafka's first naming
+-- would (queen._kafka_view_on, same locks and race rules).
+CREATE FUNCTION queen._kafka_configure(p_tenant text, p_queue text, o jsonb) RETURNS void
+LANGUAGE plpgsql AS $$
+DECLARE
+  v_n   int;
+  v_cur int;
+  v_qid int;
+  v_top int;
+BEGIN
+  IF o IS NULL OR jsonb_typeof(o -> 'kafkaPartitions') IS NULL OR jsonb_typeof(o -> 'kafkaPartitions') = 'null' THEN
+    RETURN;
+  END IF;
+  v_n := queen._opt_int(o, 'kafkaPartitions', NULL);
+  IF v_n > 1024 THEN
+    RAISE EXCEPTION 'invalid value for option kafkaPartitions: % (expected an integer between 0 and 1024)', v_n
+      USING ERRCODE = '22023';
+  END IF;
+  SELECT q.id, q.kafka_partitions INTO v_qid, v_cur FROM queen.queues q
+   WHERE q.tenant = p_tenant AND q.name = p_queue;
+  IF v_qid IS NULL OR v_cur IS NOT DISTINCT FROM v_n THEN
+    RETURN;
+  END IF;
+  IF v_n >= 1 AND v_cur >= 1 THEN
+    RAISE EXCEPTION 'invalid value for option kafkaPartitions: % (the queue has % Kafka partitions; the count cannot change)',
+      v_n, v_cur USING ERRCODE = '22023';
+  END IF;
+  IF v_n >= 1 AND (NOT queen.kafka_legal_name(p_queue) OR p_queue LIKE '\_\_%') THEN
+    RAISE EXCEPTION 'invalid value for option kafkaPartitions: % (% is not a legal Kafka topic name)', v_n, p_queue
+      USING ERRCODE = '22023';
+  END IF;
+  IF v_n >= 1 THEN
+    SELECT max(s.kpart) + 1 INTO v_top FROM queen.kafka_partition_state s WHERE s.queue_id = v_qid;
+    IF v_top > v_n THEN
+      RAISE EXCEPTION 'invalid value for option kafkaPartitions: % (the queue had % Kafka partitions before)',
+        v_n, v_top USING ERRCODE = '22023';
+    END IF;
+  END IF;
+  IF v_cur IS NULL THEN
+    PERFORM queen._kafka_view_on(p_tenant, ARRAY[p_queue], v_n);
+  END IF;
+  UPDATE queen.queues q SET kafka_partitions = v_n WHERE q.id = v_qid;
+END
+$$;
+
 -- Called by queen._push_rows with the rows of one push, native partition
 -- locks held: for the new (not duplicate) rows of Kafka-enabled queues,
 -- lock the kpart counters in (queue_id, kpart) order, hand out offsets in

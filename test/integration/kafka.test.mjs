@@ -19,7 +19,7 @@ import net from 'node:net';
 import kafkajs from 'kafkajs';
 import { createRequire } from 'node:module';
 import {
-    startBroker, freePort, pushItems, popMessages, ackBatch, ackFor, configureQueue,
+    startBroker, freePort, pushItems, popMessages, ackBatch, ackFor, configureQueue, request,
 } from './lib.mjs';
 
 //  Payloads of queues with encryptionEnabled are sealed with this key.
@@ -540,4 +540,37 @@ test('Fetch opens payloads of an encrypted queue, as HTTP pop does (spec §6.2)'
     //  The same plaintext for an HTTP pop.
     const msgs = await popMessages(U, 'kenc', { batch: 10 });
     assert.deepEqual(msgs.map((m) => m.data), [{ secret: 1 }, { secret: 2 }]);
+});
+
+test('the configure option kafkaPartitions: set over HTTP, kept when left out, fixed once set, 0 switches the view off', async () => {
+    //  A native queue: no Kafka view (the option is not echoed) until named or configured.
+    assert.ok(!('kafkaPartitions' in (await configureQueue(U, 'kplain')).options));
+    const set = await configureQueue(U, 'kcfg', { kafkaPartitions: 4 });
+    assert.equal(set.options.kafkaPartitions, 4);
+    //  4, not this broker's KAFKA_DEFAULT_PARTITIONS (3)
+    const md = await kcat(['-L', '-t', 'kcfg']);
+    assert.match(md.out, /topic "kcfg" with 4 partitions/);
+    //  A configure without the option keeps it.
+    assert.equal((await configureQueue(U, 'kcfg', { leaseTime: 30 })).options.kafkaPartitions, 4);
+    await push([{ queue: 'kcfg', partition: 'order-42', payload: 'x' }]);
+    const got = await kcat(['-C', '-t', 'kcfg', '-o', 'beginning', '-e', '-f', '%k %p %o\n']);
+    assert.equal(got.out, 'order-42 0 0\n');
+    //  Another count is refused; so are bad values.
+    for (const v of [5, -1, 1025, 'abc', 1.5]) {
+        const res = await request(U, '/api/v1/configure', {
+            method: 'POST', body: { queue: 'kcfg', options: { kafkaPartitions: v } }, expect: 400 });
+        assert.match(res.body.error, /kafkaPartitions/, res.raw);
+    }
+    //  A name Kafka cannot use.
+    const bad = await request(U, '/api/v1/configure', {
+        method: 'POST', body: { queue: 'not:kafka', options: { kafkaPartitions: 2 } }, expect: 400 });
+    assert.match(bad.body.error, /kafkaPartitions/, bad.raw);
+    //  0: off, gone from Metadata; on again with the same count, back.
+    assert.equal((await configureQueue(U, 'kcfg', { kafkaPartitions: 0 })).options.kafkaPartitions, 0);
+    assert.doesNotMatch((await kcat(['-L'])).out, /topic "kcfg"/);
+    assert.equal((await configureQueue(U, 'kcfg', { kafkaPartitions: 4 })).options.kafkaPartitions, 4);
+    assert.match((await kcat(['-L'])).out, /topic "kcfg" with 4 partitions/);
+    //  A native queue configured with a count: visible at once, with it.
+    assert.equal((await configureQueue(U, 'kplain', { kafkaPartitions: 2 })).options.kafkaPartitions, 2);
+    assert.match((await kcat(['-L'])).out, /topic "kplain" with 2 partitions/);
 });

@@ -69,4 +69,5 @@ INSERT INTO queen.kafka_producer_state (producer_id, queue_id, kpart, producer_e
 SELECT 990000002, id, 0, 0, 5 FROM queen.queues WHERE name = pg_temp.qn('kr');
 SELECT queen.kafka_prune(1000);
 SELECT pg_temp.ok(array_agg(producer_id ORDER BY producer_id) = ARRAY[990000002]::bigint[], 'old producer state expired')
-  FROM queen.kafka_producer_state WHERE producer_id IN (990000001, 990000002);
+  FROM queen.kafka_producer_state WHERE producer_id IN (990000001, 990000002)
+   AND queue_id = (SELECT id FROM queen.queues WHERE name = pg_temp.qn('kr'));
