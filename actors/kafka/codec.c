@@ -92,6 +92,7 @@ struct s_req_s {
     int64_t deadline_ms;
     bool parked;                //  A Fetch waiting for data
     bool waited;                //  Its wait is over: answer what there is
+    bool woken;                 //  A "committed" for its topics came while its statements ran
 };
 
 struct s_conn_s {
@@ -114,6 +115,8 @@ typedef struct {
 
 static void s_start (self_t *self, s_conn_t *c);
 static void s_fetch_run (self_t *self, s_req_t *r);
+static void s_on_fetch_timer (void *self_, void *arg);
+static void s_on_fetch_rerun (void *self_, void *arg);
 
 // ------------------------------------------------------------------ requests
 
@@ -629,6 +632,8 @@ s_fetch_answer (self_t *self, s_req_t *r)
         }
         self->parked [self->parked_len++] = r;
         r->parked = true;
+        if (r->woken)               //  Data committed while it read: read again now
+            r->timer = qn_timer_add (self->kernel, 1, 0, s_on_fetch_rerun, r);
         return true;
     }
     qn_buf_t b = QN_BUF_INIT;
@@ -641,8 +646,6 @@ s_fetch_answer (self_t *self, s_req_t *r)
     qn_buf_free (&b);
     return false;
 }
-
-static void s_on_fetch_timer (void *self_, void *arg);
 
 static void
 s_parts_done (self_t *self, s_req_t *r)
@@ -669,9 +672,22 @@ s_on_fetch_timer (void *self_, void *arg)
     s_fetch_run (self, r);
 }
 
+//  A committed event came while a parked fetch was reading: it reads
+//  again (its deadline timer is set when it parks again).
+static void
+s_on_fetch_rerun (void *self_, void *arg)
+{
+    self_t *self = self_;
+    s_req_t *r = arg;
+    r->timer = 0;
+    s_unpark (self, r);
+    s_fetch_run (self, r);
+}
+
 static void
 s_fetch_run (self_t *self, s_req_t *r)
 {
+    r->woken = false;
     for (int32_t i = 0; i < r->part_count; i++)
         s_part_clear (&r->parts [i]);
     s_parts_run (self, r);
@@ -688,8 +704,26 @@ s_fetch_names (const s_req_t *r, const char *queue, size_t len)
     return false;
 }
 
+//  A Fetch of that queue whose statements are in flight may have read
+//  before the commit: it runs again instead of parking (no lost wake-up).
+typedef struct {
+    const char *queue;
+    size_t len;
+} s_woken_t;
+
+static void
+s_mark_running (void *arg, uint64_t key, void *value)
+{
+    (void) key;
+    const s_woken_t *w = arg;
+    s_conn_t *c = value;
+    s_req_t *r = c->head;
+    if (c->busy && r && r->h.api_key == QN_KAFKA_FETCH && !r->parked && s_fetch_names (r, w->queue, w->len))
+        r->woken = true;
+}
+
 //  "committed" [tenant, queue(, partition)]: parked fetches of that queue
-//  run again now.
+//  run again now; running ones run again when their statements are back.
 static int
 s_on_committed (void *self_, const qn_env_t *env)
 {
@@ -697,6 +731,7 @@ s_on_committed (void *self_, const qn_env_t *env)
     qn_msg_committed_t m;
     if (qn_msg_committed_decode (env->body.ptr, env->body.len, &m) || m.tenant_len != 0)
         return 0;
+    qn_hashmap_each (self->conns, s_mark_running, &(s_woken_t) { m.queue, m.queue_len });
     for (uint32_t i = 0; i < self->parked_len; ) {
         s_req_t *r = self->parked [i];
         if (s_fetch_names (r, m.queue, m.queue_len)) {
