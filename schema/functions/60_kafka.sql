@@ -222,7 +222,11 @@ CREATE FUNCTION queen.kafka_push(p_tenant text, p_queues text[], p_parts text[],
   p_headers bytea[], p_default_parts int DEFAULT 1, p_pids bigint[] DEFAULT NULL,
   p_epochs int[] DEFAULT NULL, p_seqs int[] DEFAULT NULL, p_seq_last int[] DEFAULT NULL)
 RETURNS TABLE(ord int, err smallint, queue_name text, duplicate bool, kpart int, koffset bigint)
-LANGUAGE plpgsql AS $$
+LANGUAGE plpgsql
+-- index probes whatever the statistics were when the plan was cached (a
+-- plan made on small tables scanned every message per record: docs/kafka.md)
+SET enable_seqscan = off SET enable_bitmapscan = off
+AS $$
 #variable_conflict use_column
 DECLARE
   v_ok  int[];
@@ -513,7 +517,11 @@ CREATE FUNCTION queen.kafka_fetch(p_tenant text, p_queue text, p_kpart int, p_of
   p_max_bytes int, p_max_rows int)
 RETURNS TABLE(err smallint, hwm bigint, log_start bigint, koffset bigint, ts_ms bigint, key bytea,
               value bytea, headers bytea, encrypted bool)
-LANGUAGE plpgsql AS $$
+LANGUAGE plpgsql
+-- index probes whatever the statistics were when the plan was cached (a
+-- plan made on small tables scanned every message per record: docs/kafka.md)
+SET enable_seqscan = off SET enable_bitmapscan = off
+AS $$
 #variable_conflict use_column
 DECLARE
   v_qid int;
@@ -531,8 +539,9 @@ BEGIN
     SELECT COALESCE((SELECT s.next_offset FROM queen.kafka_partition_state s
                       WHERE s.queue_id = v_qid AND s.kpart = p_kpart), 0) AS hwm),
   ls AS (
-    SELECT COALESCE((SELECT min(l.koffset) FROM queen.kafka_log l
-                      WHERE l.queue_id = v_qid AND l.kpart = p_kpart), st.hwm) AS lso FROM st),
+    SELECT COALESCE((SELECT l.koffset FROM queen.kafka_log l     -- not min(): one probe in any plan
+                      WHERE l.queue_id = v_qid AND l.kpart = p_kpart ORDER BY l.koffset LIMIT 1), st.hwm) AS lso
+      FROM st),
   ok AS (
     SELECT p_offset >= ls.lso AND p_offset <= st.hwm AS in_range FROM st, ls),
   recs AS (
@@ -550,9 +559,12 @@ BEGIN
            mm.headers AS h, m.is_encrypted AS enc,
            octet_length(m.payload) + COALESCE(octet_length(mm.headers), 0) + octet_length(p.name) + 32 AS sz
       FROM recs r
-      JOIN queen.messages m ON m.partition_id = r.partition_id AND m.seq = r.seq
-      JOIN queen.partitions p ON p.id = r.partition_id
-      LEFT JOIN queen.message_meta mm ON mm.partition_id = r.partition_id AND mm.seq = r.seq),
+      -- one index probe per record, whatever plan was cached on small tables
+      CROSS JOIN LATERAL (SELECT m.payload, m.is_encrypted FROM queen.messages m
+                           WHERE m.partition_id = r.partition_id AND m.seq = r.seq LIMIT 1) m
+      CROSS JOIN LATERAL (SELECT p.name FROM queen.partitions p WHERE p.id = r.partition_id LIMIT 1) p
+      LEFT JOIN LATERAL (SELECT mm.ts_ms, mm.raw_key, mm.value_null, mm.headers FROM queen.message_meta mm
+                          WHERE mm.partition_id = r.partition_id AND mm.seq = r.seq LIMIT 1) mm ON true),
   sized AS (
     SELECT x.*, sum(x.sz) OVER (ORDER BY x.koffset) - x.sz AS before FROM rows x)
   SELECT CASE WHEN ok.in_range THEN 0 ELSE 1 END::smallint, st.hwm, ls.lso,
@@ -569,7 +581,11 @@ $$;
 -- err 3: no such topic/kpart.
 CREATE FUNCTION queen.kafka_list_offset(p_tenant text, p_queue text, p_kpart int, p_ts bigint)
 RETURNS TABLE(err smallint, koffset bigint, ts_ms bigint)
-LANGUAGE plpgsql AS $$
+LANGUAGE plpgsql
+-- index probes whatever the statistics were when the plan was cached (a
+-- plan made on small tables scanned every message per record: docs/kafka.md)
+SET enable_seqscan = off SET enable_bitmapscan = off
+AS $$
 #variable_conflict use_column
 DECLARE
   v_qid int;
@@ -591,8 +607,9 @@ BEGIN
        AND l.koffset < st.hwm
      ORDER BY l.koffset LIMIT 1)
   SELECT 0::smallint,
-         CASE WHEN p_ts = -2 THEN COALESCE((SELECT min(l.koffset) FROM queen.kafka_log l
-                                             WHERE l.queue_id = v_qid AND l.kpart = p_kpart), st.hwm)
+         CASE WHEN p_ts = -2 THEN COALESCE((SELECT l.koffset FROM queen.kafka_log l
+                                             WHERE l.queue_id = v_qid AND l.kpart = p_kpart
+                                             ORDER BY l.koffset LIMIT 1), st.hwm)
               WHEN p_ts >= 0 THEN COALESCE((SELECT hit.koffset FROM hit), st.hwm)
               ELSE st.hwm END,
          CASE WHEN p_ts >= 0 THEN COALESCE((SELECT hit.ts_ms FROM hit), -1) ELSE -1 END::bigint

@@ -19,7 +19,7 @@ import net from 'node:net';
 import kafkajs from 'kafkajs';
 import { createRequire } from 'node:module';
 import {
-    startBroker, freePort, pushItems, popMessages, ackBatch, ackFor, configureQueue, request,
+    startBroker, freePort, pushItems, popMessages, ackBatch, ackFor, configureQueue, request, pop, waitFor,
 } from './lib.mjs';
 
 //  Payloads of queues with encryptionEnabled are sealed with this key.
@@ -573,4 +573,99 @@ test('the configure option kafkaPartitions: set over HTTP, kept when left out, f
     //  A native queue configured with a count: visible at once, with it.
     assert.equal((await configureQueue(U, 'kplain', { kafkaPartitions: 2 })).options.kafkaPartitions, 2);
     assert.match((await kcat(['-L'])).out, /topic "kplain" with 2 partitions/);
+});
+
+test('a record without a key lands in the Default partition; HTTP sees it there (spec §12.4.1)', async () => {
+    await createTopic('knokey');
+    const p = await kcat(['-P', '-t', 'knokey', '-K:'], { input: 'e1:{"v":1}\n' });
+    assert.equal(p.code, 0, p.err);
+    const q = await kcat(['-P', '-t', 'knokey'], { input: '{"v":2}\n' });
+    assert.equal(q.code, 0, q.err);
+    const msgs = await popMessages(U, 'knokey', { batch: 10, partitions: 10 });
+    assert.deepEqual(msgs.map((m) => [m.partition, m.data.v]).sort(), [['Default', 2], ['e1', 1]]);
+    const out = await kcat(['-C', '-t', 'knokey', '-o', 'beginning', '-e', '-f', '%k|%s\n']);
+    assert.equal(out.out, 'e1|{"v":1}\n|{"v":2}\n');
+});
+
+test('delayedProcessing holds a message back from native pops, not from Kafka readers (spec §12.4.3, D-K6)', async () => {
+    await configureQueue(U, 'kdelay', { delayedProcessing: 60, kafkaPartitions: 1 });
+    await push([{ queue: 'kdelay', partition: 'd', payload: 'later' }]);
+    const out = await kcat(['-C', '-t', 'kdelay', '-o', 'beginning', '-e', '-f', '%k %s\n']);
+    assert.equal(out.code, 0, out.err);
+    assert.equal(out.out, 'd "later"\n');
+    const res = await pop(U, 'kdelay');
+    assert.equal(res.status, 204);
+});
+
+test('4 native pushers and 2 kcat producers on one partition for 10 s: a kcat consumer started before gets every row once, offsets strictly increasing (spec §12.4.5)', async () => {
+    await createTopic('kconc', 1);
+    let out = '';
+    const consumer = spawn('kcat', ['-b', B, '-u', '-C', '-t', 'kconc', '-o', 'beginning', '-f', '%o %s\n'],
+                           { stdio: ['ignore', 'pipe', 'pipe'] });
+    consumer.stdout.on('data', (c) => { out += c; });
+    try {
+        await new Promise((r) => setTimeout(r, 1500));
+        const until = Date.now() + 10000;
+        const expected = new Set();
+        const pusher = async (w) => {
+            for (let i = 0; Date.now() < until; i++) {
+                const items = [0, 1, 2, 3, 4].map((k) => ({ queue: 'kconc', partition: `n${w}`, payload: { w, i, k } }));
+                await push(items);
+                for (const it of items)
+                    expected.add(JSON.stringify(it.payload));
+            }
+        };
+        const producer = async (j) => {
+            for (let round = 0; Date.now() < until; round++) {
+                const lines = [...Array(200).keys()].map((i) => `c${j}-${round}-${i}`);
+                const r = await kcat(['-P', '-t', 'kconc', '-p', '0'], { input: lines.join('\n') + '\n' });
+                assert.equal(r.code, 0, r.err);
+                for (const l of lines)
+                    expected.add(l);
+            }
+        };
+        await Promise.all([0, 1, 2, 3].map(pusher).concat([0, 1].map(producer)));
+        assert.ok(expected.size > 1000, `only ${expected.size} rows`);
+        await waitFor(() => out.split('\n').length - 1 >= expected.size, 60000, 200);
+        await new Promise((r) => setTimeout(r, 500));       //  nothing more may come
+        const lines = out.trim().split('\n');
+        assert.equal(lines.length, expected.size);
+        const offsets = lines.map((l) => Number(l.slice(0, l.indexOf(' '))));
+        assert.deepEqual(offsets, [...Array(lines.length).keys()]);     //  0, 1, 2, ... : none skipped
+        const values = lines.map((l) => l.slice(l.indexOf(' ') + 1));
+        assert.equal(new Set(values).size, values.length);                //  none twice
+        assert.deepEqual(new Set(values), expected);
+    } finally {
+        consumer.kill('SIGKILL');
+    }
+});
+
+test('kafkajs transactional producer is refused (spec §12.5)', async () => {
+    const { Kafka, logLevel } = kafkajs;
+    const kafka = new Kafka({ clientId: 'kjs-tx', brokers: [B], logLevel: logLevel.NOTHING, retry: { retries: 1 } });
+    const p = kafka.producer({ transactionalId: 'x', idempotent: true, maxInFlightRequests: 1, retry: { retries: 1 } });
+    try {
+        await assert.rejects(async () => {
+            await p.connect();
+            await p.transaction();
+        });
+    } finally {
+        await p.disconnect().catch(() => {});
+    }
+    //  The broker still serves.
+    assert.equal((await kcat(['-L'])).code, 0);
+});
+
+test('a Produce batch with a flipped byte under its CRC gets error 2, nothing stored (spec §12.5)', async () => {
+    await createTopic('kcrc');
+    const req = produceV3({ acks: -1, timeout: 5000,
+        topicData: [{ topic: 'kcrc', partitions: [{ partition: 0, messages: [{ key: 'k', value: 'payload' }] }] }] });
+    const good = frame(0, 3, 21, (await req.encode()).buffer);
+    const bad = Buffer.from(good);
+    bad[bad.length - 3] ^= 0x20;        //  inside the record value, covered by the CRC
+    const r = await raw([bad, good], 2);
+    assert.deepEqual(r.frames.map((f) => produceAnswer(f, 'kcrc')),
+        [{ corr: 21, error: 2, base: -1 }, { corr: 21, error: 0, base: 0 }]);
+    const out = await kcat(['-C', '-t', 'kcrc', '-o', 'beginning', '-e', '-f', '%s\n']);
+    assert.equal(out.out, 'payload\n');
 });
