@@ -7,15 +7,19 @@
     Built: ApiVersions (an unsupported version gets the v0 body with error
     35), Metadata (catalogue statement kafka_topics on pg_writer: it may
     auto-create), Produce v3-7 (RecordBatch v2, every codec, acks 0/1/-1;
-    one kafka_push statement on pg_writer per request: one transaction;
-    not through PUSH, so no spool: an outage answers 7 REQUEST_TIMED_OUT,
-    which clients retry), CreateTopics / DeleteTopics (kafka_create_topic /
-    kafka_delete_topic per topic on pg_writer), FindCoordinator /
-    InitProducerId for transactions (refused with 53), ListOffsets and Fetch (kafka_list_offset /
-    kafka_fetch on pg_reader, one statement per partition, all in flight
-    together).
+    one kafka_push statement on pg_writer per request: one transaction,
+    with the idempotent producer's sequence checks; not through PUSH, so
+    no spool: an outage answers 7 REQUEST_TIMED_OUT, which clients retry,
+    docs/kafka.md), CreateTopics / DeleteTopics (kafka_create_topic /
+    kafka_delete_topic per topic on pg_writer), FindCoordinator for
+    transactions (refused with 53), InitProducerId (kafka_init_producer on
+    pg_writer; a transactional id: 53), ListOffsets and Fetch
+    (kafka_list_offset / kafka_fetch on pg_reader, one statement per
+    partition, all in flight together; payloads of encrypted queues opened
+    with the QUEEN_ENCRYPTION_KEY ring).
     A Fetch that finds nothing waits up to its max_wait_ms and runs again
-    when a "committed" event names one of its topics. Every other API of
+    when a "committed" event names one of its topics (an event that came
+    while its statements ran makes it read again first). Every other API of
     the advertised table, and any key or version outside it, closes the
     connection (spec §3: what Kafka does for requests it cannot serve).
     Receives  QN_MSG_KAFKA_REQUEST, QN_MSG_KAFKA_CLOSED from kafka_acceptor;
