@@ -6,7 +6,9 @@
     without the database; an idempotent Produce passes the producer id,
     epoch, base and last sequence of its batch and the transactionIds
     kafka:<pid>:<epoch>:<kpart>:<seq> to kafka_push, and answers the row's
-    error (45 here) per partition. The test plays kafka_acceptor and
+    error (45 here) per partition. A Fetch that finds nothing while a
+    "committed" for its topic arrives reads again at once (no lost
+    wake-up); otherwise it waits for a commit or max_wait_ms. The test plays kafka_acceptor and
     pg_writer; request frames are built by hand, batches with
     qn_kafka_batch_encode.
 */
@@ -26,6 +28,7 @@
 #include "wire/kafka_prim.h"
 #include "wire/kafka_proto.h"
 #include "wire/kafka_records.h"
+#include "wire/msg_committed.h"
 #include "wire/msg_kafka.h"
 #include "wire/msg_pg.h"
 
@@ -86,18 +89,24 @@ s_request (qn_fake_t *fake, int16_t key, int16_t version, int32_t corr, const qn
     qn_buf_free (&f);
 }
 
-//  The next PG_EXEC to pg_writer: its index, the statement asserted.
+//  The next PG_EXEC to `to`: its index, the statement asserted.
 static int
-s_next_exec (qn_fake_t *fake, uint32_t stmt, msgpack_unpacked *body)
+s_next_exec_to (qn_fake_t *fake, const char *to, uint32_t stmt, msgpack_unpacked *body)
 {
     int i = qn_fake_next (fake, QN_MSG_PG_EXEC);
     assert_true (i >= 0);
     const qn_fake_msg_t *m = qn_fake_msg (fake, (size_t) i);
-    assert_string_equal (m->to, "pg_writer");
+    assert_string_equal (m->to, to);
     msgpack_unpacked_init (body);
     assert_int_equal (msgpack_unpack_next (body, m->body.data, m->body.len, NULL), MSGPACK_UNPACK_SUCCESS);
     assert_int_equal (body->data.via.array.ptr [0].via.u64, stmt);
     return i;
+}
+
+static int
+s_next_exec (qn_fake_t *fake, uint32_t stmt, msgpack_unpacked *body)
+{
+    return s_next_exec_to (fake, "pg_writer", stmt, body);
 }
 
 //  Answers request i with one row of int cells (rows 0: a failure).
@@ -290,6 +299,101 @@ test_idempotent_produce (void **state)
     qn_buf_free (&out);
 }
 
+//  A Fetch v4 of partition 0 of topic "t" at offset 0 (max_wait 500 ms,
+//  min_bytes 1) finds nothing; a "committed" for "t" that comes while its
+//  statement runs makes it read again right after instead of waiting its
+//  max_wait_ms (the lost wake-up of docs/kafka.md, Fetch).
+static void
+s_fetch_request (qn_fake_t *fake, const char *topic)
+{
+    qn_buf_t body = QN_BUF_INIT;
+    qn_kw_i32 (&body, -1);          //  replica id
+    qn_kw_i32 (&body, 500);         //  max_wait_ms
+    qn_kw_i32 (&body, 1);           //  min_bytes
+    qn_kw_i32 (&body, 1048576);     //  max_bytes
+    qn_buf_append (&body, "\0", 1);  //  isolation level
+    qn_kw_i32 (&body, 1);
+    qn_kw_i16 (&body, (int16_t) strlen (topic));
+    qn_buf_append (&body, topic, strlen (topic));
+    qn_kw_i32 (&body, 1);
+    qn_kw_i32 (&body, 0);           //  partition
+    qn_buf_t off = QN_BUF_INIT;
+    qn_kw_i32 (&off, 0);
+    qn_kw_i32 (&off, 0);
+    qn_buf_append (&body, off.data, off.len);   //  fetch_offset 0 (INT64)
+    qn_kw_i32 (&body, 1048576);     //  partition_max_bytes
+    s_request (fake, QN_KAFKA_FETCH, 4, 60, &body);
+    qn_buf_free (&off);
+    qn_buf_free (&body);
+}
+
+static void
+s_committed (qn_fake_t *fake, const char *queue)
+{
+    msgpack_sbuffer b;
+    msgpack_sbuffer_init (&b);
+    qn_msg_committed_encode (&b, &(qn_msg_committed_t) { "", 0, queue, strlen (queue), NULL, 0 });
+    assert_true (qn_fake_publish (fake, "committed", QN_MSG_COMMITTED, b.data, b.size) > 0);
+    msgpack_sbuffer_destroy (&b);
+}
+
+static const int64_t s_empty_fetch [9] = { 0, 0, 0, INT64_MIN, INT64_MIN, INT64_MIN, INT64_MIN, INT64_MIN, INT64_MIN };
+
+static void
+test_fetch_commit_while_reading (void **state)
+{
+    s_world_t *w = *state;
+    s_fetch_request (w->fake, "t");
+    msgpack_unpacked exec;
+    int i = s_next_exec_to (w->fake, "pg_reader", QN_SQL_KAFKA_FETCH, &exec);
+    msgpack_unpacked_destroy (&exec);
+    s_committed (w->fake, "other");             //  another topic: no effect
+    s_committed (w->fake, "t");                 //  while the statement runs
+    s_answer (w->fake, i, s_empty_fetch, 9, true);
+    assert_int_equal (qn_fake_next (w->fake, QN_MSG_KAFKA_RESPONSE), -1);
+    qn_fake_advance (w->fake, 1);
+    i = s_next_exec_to (w->fake, "pg_reader", QN_SQL_KAFKA_FETCH, &exec);    //  read again now
+    msgpack_unpacked_destroy (&exec);
+    //  Still nothing: now it waits, until its max_wait_ms
+    s_answer (w->fake, i, s_empty_fetch, 9, true);
+    qn_fake_advance (w->fake, 100);
+    assert_int_equal (qn_fake_next (w->fake, QN_MSG_PG_EXEC), -1);
+    assert_int_equal (qn_fake_next (w->fake, QN_MSG_KAFKA_RESPONSE), -1);
+    qn_fake_advance (w->fake, 450);
+    i = s_next_exec_to (w->fake, "pg_reader", QN_SQL_KAFKA_FETCH, &exec);    //  the last read at the deadline
+    msgpack_unpacked_destroy (&exec);
+    s_answer (w->fake, i, s_empty_fetch, 9, true);
+    qn_buf_t out = QN_BUF_INIT;
+    s_response (w->fake, &out);
+    assert_int_equal (s_i32 (out.data), 60);
+    qn_buf_free (&out);
+}
+
+static void
+test_fetch_commit_elsewhere_waits (void **state)
+{
+    s_world_t *w = *state;
+    s_fetch_request (w->fake, "t");
+    msgpack_unpacked exec;
+    int i = s_next_exec_to (w->fake, "pg_reader", QN_SQL_KAFKA_FETCH, &exec);
+    msgpack_unpacked_destroy (&exec);
+    s_committed (w->fake, "other");
+    s_answer (w->fake, i, s_empty_fetch, 9, true);
+    qn_fake_advance (w->fake, 100);
+    assert_int_equal (qn_fake_next (w->fake, QN_MSG_PG_EXEC), -1);   //  parked, not re-read
+    s_committed (w->fake, "t");                 //  parked: woken at once
+    i = s_next_exec_to (w->fake, "pg_reader", QN_SQL_KAFKA_FETCH, &exec);
+    msgpack_unpacked_destroy (&exec);
+    s_answer (w->fake, i, s_empty_fetch, 9, true);
+    qn_fake_advance (w->fake, 500);
+    i = s_next_exec_to (w->fake, "pg_reader", QN_SQL_KAFKA_FETCH, &exec);
+    msgpack_unpacked_destroy (&exec);
+    s_answer (w->fake, i, s_empty_fetch, 9, true);
+    qn_buf_t out = QN_BUF_INIT;
+    s_response (w->fake, &out);
+    qn_buf_free (&out);
+}
+
 int
 main (void)
 {
@@ -298,6 +402,8 @@ main (void)
         cmocka_unit_test_setup_teardown (test_init_producer_id_db_down, s_setup, s_teardown),
         cmocka_unit_test_setup_teardown (test_init_producer_id_transactional, s_setup, s_teardown),
         cmocka_unit_test_setup_teardown (test_idempotent_produce, s_setup, s_teardown),
+        cmocka_unit_test_setup_teardown (test_fetch_commit_while_reading, s_setup, s_teardown),
+        cmocka_unit_test_setup_teardown (test_fetch_commit_elsewhere_waits, s_setup, s_teardown),
     };
     return cmocka_run_group_tests (tests, NULL, NULL);
 }
