@@ -124,10 +124,14 @@ static const qn_sql_stmt_t s_stmts [QN_SQL_COUNT_] = {
         "SELECT queen.kafka_delete_topic ($1, $2)", 2, { T, T } },
     [QN_SQL_KAFKA_PUSH] = { "kafka_push",
         "SELECT ord, err, queue_name, duplicate, kpart, koffset"
-        " FROM queen.kafka_push ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)", 11,
+        " FROM queen.kafka_push ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15)", 15,
         { T, TA, TA, TA, QN_OID_BYTEA_ARR, QN_OID_INT4_ARR, QN_OID_INT8_ARR, QN_OID_BYTEA_ARR,
-          QN_OID_BOOL_ARR, QN_OID_BYTEA_ARR, QN_OID_INT4 },
+          QN_OID_BOOL_ARR, QN_OID_BYTEA_ARR, QN_OID_INT4,
+          QN_OID_INT8_ARR, QN_OID_INT4_ARR, QN_OID_INT4_ARR, QN_OID_INT4_ARR },   //  idempotence (kprod)
         .wake_queue_col = 3 },                          //  queue_name of every row
+    //  Kafka idempotent producer (kprod)
+    [QN_SQL_KAFKA_INIT_PRODUCER] = { "kafka_init_producer",
+        "SELECT queen.kafka_init_producer ()", 0, { 0 } },
     //  SQS front door (schema/functions/62_sqs.sql; actors/sqs/). JSON travels as text.
     [QN_SQL_SQS_CREATE] = { "sqs_create",
         "SELECT status, queue_id FROM queen.sqs_create ($1, $2, $3, $4::text::jsonb, $5::text::jsonb)", 5,

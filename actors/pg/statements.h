@@ -51,6 +51,8 @@ typedef enum {
     QN_SQL_KAFKA_CREATE_TOPIC,
     QN_SQL_KAFKA_DELETE_TOPIC,
     QN_SQL_KAFKA_PUSH,
+    //  Kafka idempotent producer (kprod)
+    QN_SQL_KAFKA_INIT_PRODUCER,
     //  SQS front door (schema/functions/62_sqs.sql)
     QN_SQL_SQS_CREATE,
     QN_SQL_SQS_QUEUE,
