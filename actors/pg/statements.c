@@ -154,7 +154,7 @@ static const qn_sql_stmt_t s_stmts [QN_SQL_COUNT_] = {
     [QN_SQL_SQS_RECEIVE] = { "sqs_receive",
         "SELECT partition_id, partition_name, seq, created_at, payload, receive_count, first_at,"
         " attrs::text, sys_attrs::text, group_id, dedup_id, sender_id, next_due, moved, message_id, sent_at,"
-        " is_encrypted FROM queen.sqs_receive ($1, $2, $3, $4, $5, $6, $7)", 7,
+        " is_encrypted, kheaders FROM queen.sqs_receive ($1, $2, $3, $4, $5, $6, $7)", 7,
         { T, T, QN_OID_INT4, QN_OID_INT4, QN_OID_UUID, T, QN_OID_INT4 } },
     [QN_SQL_SQS_ACK] = { "sqs_ack",
         "SELECT ord, status, queue_name, ok FROM queen.sqs_ack ($1, $2, $3, $4, $5)", 5,

@@ -20,6 +20,7 @@
 #include "wire/crypto.h"
 #include "wire/ids.h"
 #include "wire/json.h"
+#include "wire/kafka_records.h"
 #include "wire/sigv4.h"
 
 #include <sodium.h>
@@ -845,7 +846,7 @@ s_send (qn_sqs_codec_t *codec, qn_sqs_req_t *r)
 // ------------------------------------------------------------------ ReceiveMessage
 enum {
     R_PID, R_PNAME, R_SEQ, R_CREATED, R_PAYLOAD, R_COUNT, R_FIRST, R_ATTRS, R_SYS, R_GROUP,
-    R_DEDUP, R_SENDER, R_NEXT_DUE, R_MOVED, R_ORIG_ID, R_ORIG_SENT, R_ENCRYPTED
+    R_DEDUP, R_SENDER, R_NEXT_DUE, R_MOVED, R_ORIG_ID, R_ORIG_SENT, R_ENCRYPTED, R_KHEADERS
 };
 
 static void s_receive_run (qn_sqs_codec_t *codec, qn_sqs_req_t *r);
@@ -910,7 +911,7 @@ s_write_message (qn_sqs_codec_t *codec, qn_sqs_req_t *r, const qn_pg_result_t *r
     if (!body)
         body = "";
     //  Stored sealed (encryptionEnabled): opened with the key ring; one
-    //  that does not open goes out as stored (base64, below) and is logged.
+    //  that does not open goes out as stored (the envelope) and is logged.
     qn_buf_t plain = QN_BUF_INIT;
     if (s_col_bool (res, row, R_ENCRYPTED)) {
         char why [160];
@@ -1000,6 +1001,30 @@ s_write_message (qn_sqs_codec_t *codec, qn_sqs_req_t *r, const qn_pg_result_t *r
     qn_buf_t astore = QN_BUF_INIT;
     if (attrs_json)
         qn_sqs_attrs_from_json (attrs_json, attrs_len, all, QN_SQS_MAX_MSG_ATTRS, &all_n, &astore);
+    //  Kafka record headers (spec §6.3): String when the value is SQS text,
+    //  else Binary; null or empty values and names SQS refuses are skipped,
+    //  as is a name already present.
+    size_t kh_len = 0;
+    const char *kh = s_col_str (res, row, R_KHEADERS, &kh_len);
+    qn_karena_t arena;
+    qn_karena_init (&arena);
+    qn_kafka_header_kv_t *hv = NULL;
+    int32_t hn = 0;
+    if (kh && qn_kafka_headers_decode (kh, kh_len, &arena, &hv, &hn) == 0)
+        for (int32_t i = 0; i < hn && all_n < QN_SQS_MAX_MSG_ATTRS; i++) {
+            qn_sqs_str_t name = { hv [i].key.ptr, hv [i].key.len > 0? (size_t) hv [i].key.len: 0 };
+            if (hv [i].value.len <= 0 || !qn_sqs_attr_name_valid (&name))
+                continue;
+            bool dup = false;
+            for (uint32_t k = 0; k < all_n && !dup; k++)
+                dup = all [k].name.len == name.len && !memcmp (all [k].name.ptr, name.ptr, name.len);
+            if (dup)
+                continue;
+            qn_sqs_str_t value = { hv [i].value.ptr, (size_t) hv [i].value.len };
+            bool text = qn_sqs_body_valid (value.ptr, value.len);
+            all [all_n++] = (qn_sqs_attr_t) { name, text? (qn_sqs_str_t) { "String", 6 }: (qn_sqs_str_t) { "Binary", 6 },
+                                              value, !text, false };
+        }
     for (uint32_t i = 0; i < all_n; i++)
         if (qn_sqs_name_wanted (r->req.message_attribute_names, r->req.message_attribute_name_count,
                                 all [i].name.ptr, all [i].name.len))
@@ -1020,6 +1045,7 @@ s_write_message (qn_sqs_codec_t *codec, qn_sqs_req_t *r, const qn_pg_result_t *r
     qn_buf_free (&store);
     qn_buf_free (&astore);
     qn_buf_free (&plain);
+    qn_karena_free (&arena);
     free (enc);
 }
 

@@ -455,14 +455,16 @@ $$;
 -- queue p_dlq (same body, metadata) and acked with status 'dlq' instead of
 -- being returned; in a FIFO group after a message already returned, the
 -- group's lease is cut just before it instead (it moves at the group's next
--- receive, so order holds). No message: one row with only next_due (when
--- something becomes claimable).
+-- receive, so order holds). kheaders: the Kafka record headers of a
+-- message produced through Kafka (queen.message_meta), which the codec
+-- presents as message attributes. No message: one row with only next_due
+-- (when something becomes claimable).
 CREATE FUNCTION queen.sqs_receive(p_tenant text, p_queue text, p_max int, p_vis int,
   p_lease uuid, p_dlq text, p_max_receives int)
 RETURNS TABLE(partition_id bigint, partition_name text, seq bigint, created_at timestamptz,
   payload bytea, receive_count int, first_at timestamptz, attrs jsonb, sys_attrs jsonb,
   group_id text, dedup_id text, sender_id text, next_due timestamptz, moved int,
-  message_id text, sent_at timestamptz, is_encrypted bool)
+  message_id text, sent_at timestamptz, is_encrypted bool, kheaders bytea)
 LANGUAGE plpgsql AS $$
 #variable_conflict use_column
 DECLARE
@@ -551,7 +553,9 @@ BEGIN
       RETURN QUERY SELECT r.partition_id, r.partition_name, r.seq, r.created_at, r.payload, v_cnt,
                           v_first, m.attrs, m.sys_attrs, m.group_id, m.dedup_id, m.sender_id,
                           NULL::timestamptz, v_moved, m.message_id, m.sent_at,
-                          COALESCE(r.is_encrypted, false);
+                          COALESCE(r.is_encrypted, false),
+                          (SELECT mm.headers FROM queen.message_meta mm
+                            WHERE mm.partition_id = r.partition_id AND mm.seq = r.seq);
     END LOOP;
   END LOOP;
   IF p_vis = 0 AND cardinality(v_pids) > 0 THEN
@@ -563,7 +567,7 @@ BEGIN
     RETURN QUERY SELECT NULL::bigint, NULL::text, NULL::bigint, NULL::timestamptz, NULL::bytea,
                         NULL::int, NULL::timestamptz, NULL::jsonb, NULL::jsonb, NULL::text,
                         NULL::text, NULL::text, v_due, v_moved, NULL::text, NULL::timestamptz,
-                        NULL::bool;
+                        NULL::bool, NULL::bytea;
   END IF;
 END
 $$;

@@ -7,9 +7,6 @@
 --   passed (deleted over SQS or acked natively), are found by walking each
 --   table in seq order from a remembered position (sqs_sweep_pos), a
 --   bounded batch per call, wrapping to the start at the end.
---   sqs_keys: the SQS access keys kept in the database, each with its
---   secret (SigV4 needs it) and the tenant whose queues it sees; the keys
---   of SQS_CREDENTIALS stay beside them for the default tenant.
 CREATE INDEX sqs_dedup_expires ON queen.sqs_dedup (expires_at);
 CREATE INDEX sqs_meta_seq ON queen.sqs_meta (seq);
 CREATE INDEX sqs_receives_seq ON queen.sqs_receives (seq);
@@ -20,13 +17,3 @@ CREATE TABLE queen.sqs_sweep_pos (
   recv_seq  bigint NOT NULL DEFAULT 0
 );
 INSERT INTO queen.sqs_sweep_pos (id) VALUES (1);
-
-CREATE TABLE queen.sqs_keys (
-  access_key_id text COLLATE "C" PRIMARY KEY
-                CHECK (access_key_id ~ '^[A-Za-z0-9]{4,128}$'),
-  secret        text NOT NULL CHECK (length(secret) BETWEEN 8 AND 256),
-  tenant        text COLLATE "C" NOT NULL,
-  enabled       bool NOT NULL DEFAULT true,
-  created_at    timestamptz NOT NULL DEFAULT now()
-);
-CREATE INDEX sqs_keys_tenant ON queen.sqs_keys (tenant);

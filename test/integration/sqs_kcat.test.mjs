@@ -6,6 +6,7 @@
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
+import crypto from 'node:crypto';
 import { ReceiveMessageCommand, CreateQueueCommand, PurgeQueueCommand } from '@aws-sdk/client-sqs';
 import { freePort, pushItems, pop, request } from './lib.mjs';
 import { startSqsBroker, aws, sdk } from './sqs_lib.mjs';
@@ -53,6 +54,20 @@ async function kafkaNames (topic) {
     assert.match(r.out.toString(), new RegExp(`topic "${topic.replace('.', '\\.')}" with 1 partitions`));
 }
 
+//  MD5OfMessageAttributes as the Java SDK checks it (spec §10).
+function md5Attrs (attrs) {
+    const parts = [];
+    const u32 = (n) => { const b = Buffer.alloc(4); b.writeUInt32BE(n); return b; };
+    for (const name of Object.keys(attrs).sort((a, b) => Buffer.compare(Buffer.from(a), Buffer.from(b)))) {
+        const a = attrs[name];
+        const n = Buffer.from(name), t = Buffer.from(a.DataType);
+        const binary = a.BinaryValue !== undefined;
+        const v = binary ? Buffer.from(a.BinaryValue) : Buffer.from(a.StringValue);
+        parts.push(u32(n.length), n, u32(t.length), t, Buffer.from([binary ? 2 : 1]), u32(v.length), v);
+    }
+    return crypto.createHash('md5').update(Buffer.concat(parts)).digest('hex');
+}
+
 const ok = (r, what) => {
     assert.equal(r.code, 0, `${what}: rc ${r.code} ${r.stderr}`);
     return r.out;
@@ -74,24 +89,31 @@ test('§14.5.1 aws sqs send to a FIFO group: native partition e1 in order, kcat 
     assert.equal(k.out.toString(), 'e1 m1\ne1 m2\ne1 m3\n');
 });
 
-test('§14.5.2 native push -> SQS receive with MD5; bytes that are not SQS text arrive base64', async () => {
+test('§14.5.2/3/5 native push and Kafka records -> SQS receive (MD5s, base64, headers as attributes); purge', async () => {
     const { QueueUrl } = await c.send(new CreateQueueCommand({ QueueName: 'w' }));
     await kafkaNames('w');
     await pushItems(ctx.broker.url, [{ queue: 'w', payload: { n: 1, s: 'héllo' } }], { queued: true });
     //  a Kafka value with a NUL byte (kcat -P, one record per line)
     const p = await kcat(['-P', '-t', 'w', '-k', 'bin'], { input: Buffer.from([0x61, 0x00, 0x62, 0x0a]) });
     assert.equal(p.code, 0, p.err);
+    //  §14.5.3: a record header becomes a String message attribute
+    const h = await kcat(['-P', '-t', 'w', '-k', 'tp', '-H', 'traceparent=abc', '-H', 'bad name=x'],
+                         { input: 'traced\n' });
+    assert.equal(h.code, 0, h.err);
     const got = [];
-    for (let t = 0; t < 20 && got.length < 2; t++) {
+    for (let t = 0; t < 20 && got.length < 3; t++) {
         const r = await c.send(new ReceiveMessageCommand({ QueueUrl, MaxNumberOfMessages: 10, WaitTimeSeconds: 1,
                                                           MessageAttributeNames: ['All'], VisibilityTimeout: 600 }));
         got.push(...(r.Messages ?? []));
     }
-    assert.equal(got.length, 2);
+    assert.equal(got.length, 3);
+    const traced = got.find((m) => m.Body === 'traced');
+    assert.deepEqual(traced.MessageAttributes, { traceparent: { DataType: 'String', StringValue: 'abc' } });
+    assert.equal(traced.MD5OfMessageAttributes, md5Attrs({ traceparent: { DataType: 'String', StringValue: 'abc' } }));
     const json = got.find((m) => m.Body.startsWith('{'));
     assert.deepEqual(JSON.parse(json.Body), { n: 1, s: 'héllo' });
     assert.equal(json.MessageAttributes, undefined);
-    const bin = got.find((m) => m !== json);
+    const bin = got.find((m) => m !== json && m !== traced);
     assert.equal(bin.Body, Buffer.from([0x61, 0x00, 0x62]).toString('base64'));
     assert.deepEqual(bin.MessageAttributes, { ContentEncoding: { DataType: 'String', StringValue: 'base64' } });
     //  §14.5.5: PurgeQueue leaves what Kafka reads unchanged
