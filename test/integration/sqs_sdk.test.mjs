@@ -222,6 +222,47 @@ test('sqs-consumer 14: failed messages come back after visibility, then go to th
     assert.deepEqual(a.Attributes, { ApproximateNumberOfMessages: '0', ApproximateNumberOfMessagesNotVisible: '0' });
 });
 
+//  §14.4: handleMessageBatch (DeleteMessageBatch) and
+//  terminateVisibilityTimeout (ChangeMessageVisibilityBatch to 0): a failed
+//  batch is receivable at once, long before its 60 s visibility ends.
+test('sqs-consumer 14: handleMessageBatch with terminateVisibilityTimeout', async () => {
+    const { QueueUrl } = await c.send(new CreateQueueCommand({ QueueName: 'sc2', Attributes: { VisibilityTimeout: '60' } }));
+    await c.send(new SendMessageBatchCommand({ QueueUrl,
+        Entries: [...Array(10).keys()].map((i) => ({ Id: 'm' + i, MessageBody: 'body' + i })) }));
+    const got = new Set();
+    let failures = 0;
+    let batches = 0;
+    const consumer = Consumer.create({
+        queueUrl: QueueUrl, sqs: c, batchSize: 10, waitTimeSeconds: 1, terminateVisibilityTimeout: true,
+        messageSystemAttributeNames: ['All'],
+        handleMessageBatch: async (ms) => {
+            batches++;
+            if (ms.some((m) => m.Body === 'body3') && failures++ === 0)
+                throw new Error('fail the batch once');
+            for (const m of ms)
+                got.add(m.Body);
+            return ms;
+        },
+    });
+    const errors = [];
+    consumer.on('error', (e) => errors.push(e.message));
+    consumer.start();
+    for (let t = 0; t < 80 && got.size < 10; t++)
+        await sleep(250);
+    consumer.stop();
+    await sleep(1500);
+    //  sqs-consumer reports a failed batch handler as an 'error' event;
+    //  nothing else (a refused delete or visibility change) may appear
+    assert.equal(errors.length, 1, JSON.stringify(errors));
+    assert.match(errors[0], /fail the batch once/);
+    assert.equal(failures, 2, 'the batch with body3 failed once, then came back at once');
+    assert.equal(got.size, 10, JSON.stringify([...got]));
+    assert.ok(batches >= 2);
+    const a = await c.send(new GetQueueAttributesCommand({ QueueUrl,
+        AttributeNames: ['ApproximateNumberOfMessages', 'ApproximateNumberOfMessagesNotVisible'] }));
+    assert.deepEqual(a.Attributes, { ApproximateNumberOfMessages: '0', ApproximateNumberOfMessagesNotVisible: '0' });
+});
+
 //  Pops every message of a queue over HTTP (acking them); each answer's
 //  body must be valid JSON as it arrives.
 async function popAll (url, queue, want) {
