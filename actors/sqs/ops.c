@@ -2,8 +2,10 @@
     Each operation is one or two catalogue statements on pg_writer
     (schema/functions/62_sqs.sql): the queue's SQS settings first when the
     operation needs them (sqs_queue), then the operation itself. Sends are
-    native pushes with metadata (sqs_send), receives native queue-mode pops
-    of one message per partition (sqs_receive), deletes acks (sqs_ack),
+    native pushes with metadata (sqs_send; sealed on queues with
+    encryptionEnabled), receives native queue-mode pops (sqs_receive: one
+    message per stripe partition, a FIFO group's next messages together;
+    sealed bodies opened, Kafka record headers as attributes), deletes acks (sqs_ack),
     visibility changes lease changes (sqs_visibility). An empty receive
     with a wait parks in the codec's park table, woken by "committed"
     events like HTTP long-polls.
