@@ -138,7 +138,7 @@ static const qn_sql_stmt_t s_stmts [QN_SQL_COUNT_] = {
         { T, T, QN_OID_BOOL, T, T } },
     [QN_SQL_SQS_QUEUE] = { "sqs_queue",
         "SELECT queue_id, fifo, attrs::text, tags::text, created_at, modified_at, visible, inflight,"
-        " delayed, secret FROM queen.sqs_queue ($1, $2, $3)", 3, { T, T, QN_OID_BOOL } },
+        " delayed, secret, encrypted FROM queen.sqs_queue ($1, $2, $3)", 3, { T, T, QN_OID_BOOL } },
     [QN_SQL_SQS_LIST] = { "sqs_list",
         "SELECT name FROM queen.sqs_list ($1, $2, $3, $4)", 4, { T, T, T, QN_OID_INT4 } },
     [QN_SQL_SQS_SET] = { "sqs_set",
@@ -152,13 +152,13 @@ static const qn_sql_stmt_t s_stmts [QN_SQL_COUNT_] = {
         "SELECT status FROM queen.sqs_purge ($1, $2)", 2, { T, T } },
     [QN_SQL_SQS_SEND] = { "sqs_send",
         "SELECT ord, seq, partition_id, duplicate, queue_name FROM queen.sqs_send ($1, $2, $3, $4, $5,"
-        " $6::text[]::jsonb[], $7::text[]::jsonb[], $8, $9, $10, $11)", 11,
-        { T, T, TA, QN_OID_BYTEA_ARR, QN_OID_INT8_ARR, TA, TA, TA, TA, T, QN_OID_BOOL },
+        " $6::text[]::jsonb[], $7::text[]::jsonb[], $8, $9, $10, $11, $12)", 12,
+        { T, T, TA, QN_OID_BYTEA_ARR, QN_OID_INT8_ARR, TA, TA, TA, TA, T, QN_OID_BOOL, QN_OID_BOOL },
         .wake_queue_col = 5 },                          //  queue_name of pushed items
     [QN_SQL_SQS_RECEIVE] = { "sqs_receive",
         "SELECT partition_id, partition_name, seq, created_at, payload, receive_count, first_at,"
-        " attrs::text, sys_attrs::text, group_id, dedup_id, sender_id, next_due, moved, message_id, sent_at"
-        " FROM queen.sqs_receive ($1, $2, $3, $4, $5, $6, $7)", 7,
+        " attrs::text, sys_attrs::text, group_id, dedup_id, sender_id, next_due, moved, message_id, sent_at,"
+        " is_encrypted, kheaders FROM queen.sqs_receive ($1, $2, $3, $4, $5, $6, $7)", 7,
         { T, T, QN_OID_INT4, QN_OID_INT4, QN_OID_UUID, T, QN_OID_INT4 } },
     [QN_SQL_SQS_ACK] = { "sqs_ack",
         "SELECT ord, status, queue_name, ok FROM queen.sqs_ack ($1, $2, $3, $4, $5)", 5,
@@ -170,6 +170,8 @@ static const qn_sql_stmt_t s_stmts [QN_SQL_COUNT_] = {
         .wake_queue_col = 3, .wake_ok_col = 4 },        //  leases released (visibility 0)
     [QN_SQL_SQS_DLQ_SOURCES] = { "sqs_dlq_sources",
         "SELECT name FROM queen.sqs_dlq_sources ($1, $2)", 2, { T, T } },
+    [QN_SQL_SQS_SWEEP] = { "sqs_sweep",
+        "SELECT job, affected FROM queen.sqs_sweep ($1)", 1, { QN_OID_INT4 } },
 };
 
 const qn_sql_stmt_t *

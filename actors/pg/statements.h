@@ -66,6 +66,7 @@ typedef enum {
     QN_SQL_SQS_ACK,
     QN_SQL_SQS_VISIBILITY,
     QN_SQL_SQS_DLQ_SOURCES,
+    QN_SQL_SQS_SWEEP,               //  retention actor: SQS upkeep (0011_sqs_sweep.sql)
     QN_SQL_COUNT_
 } qn_sql_id_t;
 
