@@ -34,7 +34,7 @@ start () {
     mport=$(sh "$PG" freeport)
     mkdir -p "$QN_TMP/spool-$1"
     env PORT="$port" HOST=127.0.0.1 PG_HOST=127.0.0.1 PG_PORT="$QN_PG_PORT" PG_DB="$DB" \
-        FILE_BUFFER_DIR="$QN_TMP/spool-$1" LOG_LEVEL=warn MESH_PORT="$mport" MESH_SECRET="$SECRET" \
+        FILE_BUFFER_DIR="$QN_TMP/spool-$1" LOG_LEVEL=warn KAFKA_PORT=0 SQS_PORT=0 SINK_PORT=0 MESH_PORT="$mport" MESH_SECRET="$SECRET" \
         "$QN_BIN" > "$QN_TMP/broker-$1.log" 2>&1 &
     PIDS="$PIDS $!"
     eval "URL_$1=http://127.0.0.1:$port"

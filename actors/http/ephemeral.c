@@ -10,6 +10,7 @@
               its queue (at its tail), not lost
 */
 #include "actors/http/state.h"
+#include "wire/json.h"
 #include "wire/msg_ephemeral.h"
 
 #include <stdlib.h>
@@ -33,6 +34,27 @@ s_requeue (qn_codec_t *codec, const char *queue, const char *json, size_t len)
     msgpack_sbuffer_destroy (&b);
 }
 
+//  Every message of an answer goes back: {"messages": [...]} of a receive
+//  with max, or the one message.
+static void
+s_requeue_all (qn_codec_t *codec, const char *queue, const char *json, size_t len)
+{
+    qn_json_doc_t doc;
+    qn_json_doc_init (&doc);
+    int list = -1;
+    if (!qn_json_parse (&doc, json, len, 64) && qn_json_type (&doc, 0) == QN_JSON_OBJECT)
+        list = qn_json_get (&doc, 0, "messages");
+    if (list < 0)
+        s_requeue (codec, queue, json, len);
+    else
+        for (int t = qn_json_first (&doc, list); t >= 0; t = qn_json_next_sibling (&doc, list, t)) {
+            size_t n;
+            const char *raw = qn_json_raw (&doc, t, &n);
+            s_requeue (codec, queue, raw, n);
+        }
+    qn_json_doc_free (&doc);
+}
+
 static void
 s_on_answer (qn_codec_t *codec, qn_http_ctx_t *ctx, qn_pg_result_t *res, void *arg)
 {
@@ -44,7 +66,7 @@ s_on_answer (qn_codec_t *codec, qn_http_ctx_t *ctx, qn_pg_result_t *res, void *a
                  && qn_hs_col_span (res, 0, 1, &json, &len);
     if (!ctx) {
         if (requeue && answered && status == 200)
-            s_requeue (codec, requeue, json, len);
+            s_requeue_all (codec, requeue, json, len);
         free (requeue);
         return;
     }
@@ -72,6 +94,9 @@ s_call (qn_codec_t *codec, qn_http_ctx_t *ctx, const char *op, bool named)
         return;
     if (!present)
         timeout = S_WAIT_DEFAULT_MS;
+    int64_t max = 0;
+    if (!qn_hs_query_int (ctx, "max", 1, 1000, &max, &present))
+        return;
     size_t sub_len = 0;
     bool ok = true;
     const char *sub = qn_hs_query_text (ctx, "subscriber", &sub_len, &ok);
@@ -80,7 +105,7 @@ s_call (qn_codec_t *codec, qn_http_ctx_t *ctx, const char *op, bool named)
     qn_msg_eph_call_t m = {
         .op = { op, strlen (op) }, .name = { name, strlen (name) },
         .body = { ctx->body, ctx->body_len }, .query = { sub, sub ? sub_len : 0 },
-        .timeout_ms = timeout
+        .timeout_ms = timeout, .max = max
     };
     //  A request's own wait is in its body; the actor caps it at MAX_WAIT_MS.
     uint32_t wait = (uint32_t) (!strcmp (op, "request") ? max_wait : timeout) + 5000;
