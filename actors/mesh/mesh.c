@@ -78,6 +78,7 @@ typedef struct {
     int64_t heard_ms;           //  Monotonic: last frame from it (0: never)
     uint64_t epoch;             //  Its boot instant as last heard
     uint64_t hints_in;
+    uint64_t hints_reported;    //  Of hints_in, added to its Prometheus series
     uint64_t reconnects;
 } s_peer_t;
 
@@ -108,6 +109,8 @@ typedef struct {
     //  Hint counts (also counters mesh_*)
     uint64_t hints_sent, hints_received, frames_sent, frames_received, frames_bad;
     uint64_t hints_dropped, refused, stale_marks;
+    uint64_t received_by_type [QN_MESH_H_STALE + 1];    //  Hints received, by QN_MESH_H_*
+    qn_metric_t *m_by_type [QN_MESH_H_STALE + 1];
     //  LISTEN/NOTIFY fallback
     PGconn *lconn;              //  Owned: the dedicated LISTEN connection
     int lfd;
@@ -134,6 +137,20 @@ qn_mesh_qconf_publish (qn_kernel_t *kernel, const char *tenant, const char *queu
     qn_msg_mesh_qconf_t m = { tenant, strlen (tenant), queue, queue_len };
     qn_msg_mesh_qconf_encode (&b, &m);
     qn_publish (kernel, "qconf", QN_MSG_MESH_QCONF, b.data, b.size);
+    msgpack_sbuffer_destroy (&b);
+}
+
+void
+qn_mesh_group_publish (qn_kernel_t *kernel, const char *tenant, const char *queue,
+                       const char *group, int what)
+{
+    msgpack_sbuffer b;
+    msgpack_sbuffer_init (&b);
+    qn_msg_mesh_group_t m = {
+        tenant, strlen (tenant), queue, queue ? strlen (queue) : 0, group, strlen (group), what
+    };
+    qn_msg_mesh_group_encode (&b, &m);
+    qn_publish (kernel, "group", QN_MSG_MESH_GROUP, b.data, b.size);
     msgpack_sbuffer_destroy (&b);
 }
 
@@ -186,10 +203,13 @@ s_peer_add (self_t *self, const char *address, size_t len, bool is_static)
     return p;
 }
 
+static void s_peer_metrics (self_t *self, s_peer_t *p, bool up);
+
 static void
 s_peer_drop (self_t *self, size_t i)
 {
     s_peer_t *p = &self->peers [i];
+    s_peer_metrics (self, p, false);
     qn_info ("mesh: peer dropped: address=%s", p->address);
     zmq_disconnect (self->pub, p->endpoint);
     free (p->address);
@@ -319,6 +339,23 @@ s_on_qconf (void *self_, const qn_env_t *env)
     return 0;
 }
 
+static int
+s_on_group (void *self_, const qn_env_t *env)
+{
+    self_t *self = self_;
+    qn_msg_mesh_group_t m;
+    if (!self->cell || s_from_me (env) || qn_msg_mesh_group_decode (env->body.ptr, env->body.len, &m)
+    ||  (m.what != QN_MESH_GROUP_DELETED && m.what != QN_MESH_GROUP_SOUGHT))
+        return 0;
+    qn_mesh_hint_t h = {
+        .type = QN_MESH_H_GROUP, .what = (uint8_t) m.what,
+        .tenant = { m.tenant, m.tenant_len }, .queue = { m.queue, m.queue_len },
+        .group = { m.group, m.group_len }
+    };
+    s_add_hint (self, &h, NULL, 0);
+    return 0;
+}
+
 //  Our own STALE event comes back on "qconf": nothing to do.
 static int
 s_on_own_stale (void *self_, const qn_env_t *env)
@@ -387,10 +424,22 @@ s_apply_hint (self_t *self, const qn_mesh_hint_t *h)
             for (uint32_t k = 0; k < h->part_count; k++)
                 s_republish_committed (self, h, &s_parts [h->part_first + k]);
             break;
-        case QN_MESH_H_GROUP:
-            //  A seek or a deleted group can make messages claimable.
-            s_republish_committed (self, h, NULL);
+        case QN_MESH_H_GROUP: {
+            //  Whoever caches group state here drops it; a seek or a
+            //  deleted group can make messages claimable: the queue's
+            //  parked pops wake.
+            msgpack_sbuffer b;
+            msgpack_sbuffer_init (&b);
+            qn_msg_mesh_group_t m = {
+                h->tenant.ptr, h->tenant.len, h->queue.ptr, h->queue.len, h->group.ptr, h->group.len, h->what
+            };
+            qn_msg_mesh_group_encode (&b, &m);
+            qn_publish (self->kernel, "group", QN_MSG_MESH_GROUP, b.data, b.size);
+            msgpack_sbuffer_destroy (&b);
+            if (h->queue.len)
+                s_republish_committed (self, h, NULL);
             break;
+        }
         case QN_MESH_H_QCONF: {
             msgpack_sbuffer b;
             msgpack_sbuffer_init (&b);
@@ -458,8 +507,14 @@ s_on_frame (self_t *self, const char *data, size_t len, bool from_mesh)
         return;
     self->hints_received += f.hint_count;
     qn_count (self->kernel, "mesh_hints_received", f.hint_count);
-    for (uint32_t i = 0; i < f.hint_count; i++)
+    for (uint32_t i = 0; i < f.hint_count; i++) {
+        uint8_t t = s_hints [i].type;
+        if (t <= QN_MESH_H_STALE) {
+            self->received_by_type [t]++;
+            qn_metric_add (self->m_by_type [t], 1);
+        }
         s_apply_hint (self, &s_hints [i]);
+    }
 }
 
 static void
@@ -758,6 +813,25 @@ s_on_listen_fd (void *self_, int fd, uint32_t events)
 }
 
 // ------------------------------------------------------------------ status
+static const char *s_type_names [QN_MESH_H_STALE + 1] = {
+    [QN_MESH_H_COMMITTED] = "committed", [QN_MESH_H_QCONF] = "qconf", [QN_MESH_H_MAINT] = "maintenance",
+    [QN_MESH_H_GROUP] = "group", [QN_MESH_H_STALE] = "stale"
+};
+
+//  Per peer: queen_mesh_peer_up{peer} (1 up, 0 not) and
+//  queen_mesh_peer_hints_received_total{peer}, created on first sight.
+static void
+s_peer_metrics (self_t *self, s_peer_t *p, bool up)
+{
+    char esc [400], labels [420];
+    qn_metric_label_escape (esc, sizeof esc, p->address, strlen (p->address));
+    snprintf (labels, sizeof labels, "peer=\"%s\"", esc);
+    qn_metric_set (qn_metric (self->kernel, QN_METRIC_GAUGE, "mesh_peer_up", labels), up);
+    qn_metric_add (qn_metric (self->kernel, QN_METRIC_COUNTER, "mesh_peer_hints_received_total", labels),
+                   (int64_t) (p->hints_in - p->hints_reported));
+    p->hints_reported = p->hints_in;
+}
+
 static void
 s_status (self_t *self, int64_t now)
 {
@@ -777,9 +851,10 @@ s_status (self_t *self, int64_t now)
     qn_jw_key (&w, "peers");
     qn_jw_arr (&w);
     for (size_t i = 0; i < self->peer_count; i++) {
-        const s_peer_t *p = &self->peers [i];
+        s_peer_t *p = &self->peers [i];
         bool is_up = s_peer_up (self, p, now);
         up += is_up;
+        s_peer_metrics (self, p, is_up);
         qn_jw_obj (&w);
         qn_jw_kstr (&w, "address", p->address);
         qn_jw_kstr (&w, "state", is_up ? "up" : p->heard_ms ? "silent" : "connecting");
@@ -800,6 +875,11 @@ s_status (self_t *self, int64_t now)
     qn_jw_kint (&w, "framesDropped", (int64_t) self->hints_dropped);
     qn_jw_kint (&w, "framesMalformed", (int64_t) self->frames_bad);
     qn_jw_kint (&w, "coalesced", (int64_t) qn_mesh_coalesce_merged (self->out));
+    qn_jw_key (&w, "receivedByType");
+    qn_jw_obj (&w);
+    for (int t = QN_MESH_H_COMMITTED; t <= QN_MESH_H_STALE; t++)
+        qn_jw_kint (&w, s_type_names [t], (int64_t) self->received_by_type [t]);
+    qn_jw_obj_end (&w);
     qn_jw_obj_end (&w);
     qn_jw_key (&w, "fallback");
     qn_jw_obj (&w);
@@ -1020,6 +1100,7 @@ s_on_start (void *self_, const qn_env_t *env)
     if (self->cell) {
         qn_subscribe (self->kernel, "committed");
         qn_subscribe (self->kernel, "qconf");
+        qn_subscribe (self->kernel, "group");
         qn_subscribe (self->kernel, "maintenance");
         s_listen_start (self);
     }
@@ -1067,6 +1148,7 @@ static const qn_route_t s_routes [] = {
     { QN_MSG_MAINT_STATE, s_on_maintenance },
     { QN_MSG_MESH_EPH, s_on_eph },
     { QN_MSG_MESH_STALE, s_on_own_stale },
+    { QN_MSG_MESH_GROUP, s_on_group },
     { 0, NULL }
 };
 
@@ -1078,6 +1160,11 @@ qn_mesh_new (qn_kernel_t *kernel, const qn_config_t *config)
     self->config = config;
     self->epoch = (uint64_t) qn_wall_us ();
     self->out = qn_mesh_coalesce_new ();
+    for (int t = QN_MESH_H_COMMITTED; t <= QN_MESH_H_STALE; t++) {
+        char labels [64];
+        snprintf (labels, sizeof labels, "type=\"%s\"", s_type_names [t]);
+        self->m_by_type [t] = qn_metric (kernel, QN_METRIC_COUNTER, "mesh_hints_received_by_type_total", labels);
+    }
     msgpack_sbuffer_init (&self->call);
     qn_pg_args_init (&self->args);
     msgpack_sbuffer_init (&self->ncall);
