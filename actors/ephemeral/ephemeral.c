@@ -37,6 +37,9 @@
 #include <string.h>
 
 #define S_MAX_NAME        255
+#define S_MAX_TENANT      64
+#define S_MAX_KEY         (S_MAX_NAME + S_MAX_TENANT + 2)   //  A name scoped by its tenant
+#define S_SEP             '\x1f'        //  "\x1f<tenant>\x1f<name>": a named tenant's name
 #define S_DEFAULT_MAX     1000          //  maxMessages of a queue created by use
 #define S_MAILBOX_MAX     1000          //  Messages a subscriber's mailbox keeps (oldest dropped)
 #define S_SUB_TTL_MS      30000         //  Presence without a ttl
@@ -65,6 +68,7 @@ typedef struct s_waiter {
     void *owner;                //  s_queue_t (receive), s_sub_t (poll)
     uint64_t inbox;             //  Request: its inbox number
     char *corr_id;              //  Request: the correlationId (owned)
+    char tenant [S_MAX_TENANT + 1]; //  Request: only its tenant's replies reach it
     uint32_t max;               //  Receive: messages one answer carries (0: one, unwrapped)
     s_msg_t *bhead, *btail;     //  Receive with max: taken, answered at the next flush
     uint32_t nbatch;
@@ -140,6 +144,16 @@ static bool
 s_is (const char *a, const char *b, size_t blen)
 {
     return strlen (a) == blen && !memcmp (a, b, blen);
+}
+
+//  The name a client sees: a named tenant's key without its tenant.
+static const char *
+s_shown (const char *key)
+{
+    if (key [0] != S_SEP)
+        return key;
+    const char *p = strchr (key + 1, S_SEP);
+    return p ? p + 1 : key;
 }
 
 static void
@@ -510,10 +524,11 @@ s_on_request_expired (void *self_, void *arg)
 //  A reply for inbox n (this broker's): answers the requester. false when
 //  no requester waits there (timed out, or never existed).
 static bool
-s_reply_local (self_t *self, uint64_t inbox, qn_eph_str_t corr, qn_eph_str_t payload)
+s_reply_local (self_t *self, uint64_t inbox, qn_eph_str_t corr, qn_eph_str_t payload,
+               qn_eph_str_t tenant)
 {
     s_waiter_t *w = qn_hashmap_get (self->inboxes, inbox);
-    if (!w || !s_is (w->corr_id, corr.ptr, corr.len))
+    if (!w || !s_is (w->corr_id, corr.ptr, corr.len) || !s_is (w->tenant, tenant.ptr, tenant.len))
         return false;
     qn_hashmap_remove (self->inboxes, inbox);
     qn_timer_cancel (self->kernel, w->timer);
@@ -769,7 +784,7 @@ s_text_in (s_body_t *b, int obj, const char *key, char *out, size_t cap)
 //  One reply of object obj: 0 delivered here, 1 forwarded to the inbox's
 //  broker, 404 nobody waits on it here, 400 malformed.
 static int
-s_reply_one (self_t *self, s_body_t *b, int obj)
+s_reply_one (self_t *self, s_body_t *b, int obj, qn_eph_str_t tenant)
 {
     char reply_to [S_MAX_NAME + 32], corr [S_MAX_NAME + 1];
     uint64_t inbox;
@@ -781,9 +796,9 @@ s_reply_one (self_t *self, s_body_t *b, int obj)
     ||  !s_inbox_parse (S_STR (reply_to), &inbox, &broker))
         return 400;
     if (s_is (self->id, broker.ptr, broker.len))
-        return s_reply_local (self, inbox, S_STR (corr), (qn_eph_str_t) { payload, plen }) ? 0 : 404;
+        return s_reply_local (self, inbox, S_STR (corr), (qn_eph_str_t) { payload, plen }, tenant) ? 0 : 404;
     qn_msg_eph_peer_t op = {
-        .kind = QN_EPH_REPLY, .to = broker, .a = S_STR (reply_to), .b = S_STR (corr),
+        .kind = QN_EPH_REPLY, .to = broker, .name = tenant, .a = S_STR (reply_to), .b = S_STR (corr),
         .payload = { payload, plen }
     };
     s_peer_send (self, &op);
@@ -808,7 +823,7 @@ s_queue_json (qn_buf_t *out, const s_queue_t *q)
     qn_jw_t w;
     qn_jw_init (&w, out);
     qn_jw_obj (&w);
-    qn_jw_kstr (&w, "queue", q->name);
+    qn_jw_kstr (&w, "queue", s_shown (q->name));
     qn_jw_kint (&w, "maxMessages", q->max_messages);
     qn_jw_kstr (&w, "overflow", q->drop_oldest ? "drop-oldest" : "reject");
     qn_jw_kint (&w, "buffered", q->count);
@@ -845,11 +860,25 @@ s_on_call (void *self_, const qn_env_t *env)
 {
     self_t *self = self_;
     qn_msg_eph_call_t c;
-    if (qn_msg_eph_call_decode (env->body.ptr, env->body.len, &c))
+    if (qn_msg_eph_call_decode (env->body.ptr, env->body.len, &c)
+    ||  c.tenant.len > S_MAX_TENANT || memchr (c.tenant.ptr, S_SEP, c.tenant.len))
         return QN_EPROTO;
     s_body_t b = { .parsed = false };
     qn_json_doc_init (&b.doc);
     qn_buf_init (&b.scratch);
+    //  Names are per tenant: a named tenant's are kept (and travel to the
+    //  peers) as "\x1f<tenant>\x1f<name>", which no client name can spell.
+    qn_eph_str_t shown = c.name;
+    char key [S_MAX_KEY + 1];
+    if (c.name.len > S_MAX_NAME || memchr (c.name.ptr, S_SEP, c.name.len)) {
+        s_answer_error (self, env, 400, "name must be 1-255 bytes without the character U+001F");
+        goto done;
+    }
+    if (c.name.len && c.tenant.len) {
+        int n = snprintf (key, sizeof key, "%c%.*s%c%.*s", S_SEP, (int) c.tenant.len, c.tenant.ptr, S_SEP,
+                          (int) c.name.len, c.name.ptr);
+        c.name = (qn_eph_str_t) { key, (size_t) n };
+    }
 #define OP(s) s_is (s, c.op.ptr, c.op.len)
     bool needs_body = OP ("send") || OP ("request") || OP ("reply") || OP ("subscribe") || OP ("publish");
     if (c.body.len) {
@@ -913,6 +942,7 @@ s_on_call (void *self_, const qn_env_t *env)
         s_waiter_t *w = NULL;
         if (OP ("request")) {
             w = s_waiter_new (env, W_REQUEST);
+            snprintf (w->tenant, sizeof w->tenant, "%.*s", (int) c.tenant.len, c.tenant.ptr);
             w->inbox = ++self->next_inbox;
             snprintf (reply_to, sizeof reply_to, "%llu@%s", (unsigned long long) w->inbox, self->id);
             if (!corr [0])
@@ -1017,7 +1047,7 @@ s_on_call (void *self_, const qn_env_t *env)
                 }
             int64_t delivered = 0, forwarded = 0, missing = 0, invalid = 0;
             for (int t = qn_json_first (&b.doc, list); t >= 0; t = qn_json_next_sibling (&b.doc, list, t)) {
-                int r = s_reply_one (self, &b, t);
+                int r = s_reply_one (self, &b, t, c.tenant);
                 delivered += r == 0;
                 forwarded += r == 1;
                 missing += r == 404;
@@ -1034,7 +1064,7 @@ s_on_call (void *self_, const qn_env_t *env)
             s_answer (self, env, 202, self->out.data);
             goto done;
         }
-        int r = s_reply_one (self, &b, 0);
+        int r = s_reply_one (self, &b, 0, c.tenant);
         if (r == 400) {
             s_answer_error (self, env, 400, "replyTo (\"<inbox>@<broker>\"), correlationId and payload are required");
             goto done;
@@ -1081,7 +1111,7 @@ s_on_call (void *self_, const qn_env_t *env)
         qn_jw_t jw;
         qn_jw_init (&jw, &self->out);
         qn_jw_obj (&jw);
-        qn_jw_kstr (&jw, "topic", t->name);
+        qn_jw_kstr (&jw, "topic", s_shown (t->name));
         qn_jw_kstr (&jw, "subscriber", sub);
         qn_jw_kint (&jw, "expiresInMs", ttl);
         qn_jw_obj_end (&jw);
@@ -1097,7 +1127,7 @@ s_on_call (void *self_, const qn_env_t *env)
         qn_jw_init (&jw, &self->out);
         qn_jw_obj (&jw);
         qn_jw_key (&jw, "topic");
-        qn_jw_strn (&jw, c.name.ptr, c.name.len);
+        qn_jw_strn (&jw, shown.ptr, shown.len);
         qn_jw_key (&jw, "subscribers");
         qn_jw_arr (&jw);
         for (size_t i = 0; t && i < t->nsubs; i++) {
@@ -1190,7 +1220,7 @@ s_on_peer (void *self_, const qn_env_t *env)
     qn_msg_eph_peer_t op;
     if (qn_msg_eph_peer_decode (env->body.ptr, env->body.len, &op))
         return QN_EPROTO;
-    if (op.name.len > S_MAX_NAME || op.a.len > S_MAX_NAME + 32 || op.b.len > S_MAX_NAME)
+    if (op.name.len > S_MAX_KEY || op.a.len > S_MAX_NAME + 32 || op.b.len > S_MAX_NAME)
         return QN_EPROTO;
     bool for_me = !op.to.len || s_is (self->id, op.to.ptr, op.to.len);
     if (!for_me)
@@ -1240,7 +1270,7 @@ s_on_peer (void *self_, const qn_env_t *env)
             uint64_t inbox;
             qn_eph_str_t broker;
             if (s_inbox_parse (op.a, &inbox, &broker) && s_is (self->id, broker.ptr, broker.len))
-                s_reply_local (self, inbox, op.b, op.payload);
+                s_reply_local (self, inbox, op.b, op.payload, op.name);     //  name: the replier's tenant
             break;
         }
         case QN_EPH_PRESENCE: {
