@@ -30,12 +30,14 @@
     Receives  QN_MSG_MESH_EPH from the ephemeral actor (sent to every peer
               as an EPH frame; EPH frames from peers go back to it),
               bus events "committed" (QN_MSG_COMMITTED), "qconf"
-              (QN_MSG_MESH_QCONF from codec_http's configure),
+              (QN_MSG_MESH_QCONF from codec_http's configure), "group"
+              (QN_MSG_MESH_GROUP from codec_http's group routes),
               "maintenance" (QN_MSG_MAINT_STATE); its own republished
               events (from "mesh") are ignored, so nothing echoes
-    Sends     coalesced HINTS frames to peers (flushed 1 ms after the
-              first hint); from peers' frames: "committed" and "qconf"
-              events (QN_MSG_COMMITTED, QN_MSG_MESH_QCONF), QN_MSG_MESH_STALE
+    Sends     coalesced HINTS frames to peers (flushed at the end of the
+              loop pass that gathered them: a 0 ms timer); from peers'
+              frames: "committed", "qconf" and "group" events
+              (QN_MSG_COMMITTED, QN_MSG_MESH_QCONF, QN_MSG_MESH_GROUP), QN_MSG_MESH_STALE
               when a peer (re)appears or this broker was frozen,
               QN_MSG_MESH_MAINT_POLL to pg_writer; "mesh" QN_MSG_MESH_STATUS
               every heartbeat; QN_MSG_PG_EXEC mesh_beat to pg_reader
@@ -64,7 +66,7 @@
 #include <zmq.h>
 
 #define S_EXPIRY_BEATS  5       //  A peer silent this many heartbeats is down
-#define S_FLUSH_MS      1       //  Hints wait this long to be coalesced
+#define S_FLUSH_MS      0       //  Hints gathered in one pass of the loop go as one frame
 #define S_HWM           10000   //  Frames queued per peer before hints drop
 #define S_MAX_PEERS     64
 #define S_ZAP_ENDPOINT  "inproc://zeromq.zap.01"
