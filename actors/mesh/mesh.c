@@ -1096,6 +1096,14 @@ s_on_start (void *self_, const qn_env_t *env)
 {
     (void) env;
     self_t *self = self_;
+    //  Every counter of /metrics/prometheus from the start, at 0.
+    static const char *const counters [] = {
+        "mesh_hints_sent", "mesh_hints_received", "mesh_frames_sent", "mesh_frames_received",
+        "mesh_frames_dropped", "mesh_frames_malformed", "mesh_refused", "mesh_stale_marks",
+        "mesh_notify_sent", "mesh_notify_received", "mesh_notify_refused", "mesh_notify_dropped"
+    };
+    for (size_t i = 0; i < sizeof counters / sizeof counters [0]; i++)
+        qn_count (self->kernel, counters [i], 0);
     self->on = s_open (self);
     if (!self->on)
         s_close (self);

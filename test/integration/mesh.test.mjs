@@ -187,6 +187,8 @@ test('a consumer group sought or deleted travels as its own GROUP hint', async (
     const m = /^queen_mesh_hints_received_by_type_total\{type="group"\} (\d+)$/m.exec(prom.raw);
     assert.ok(m && Number(m[1]) >= 1, 'no group hints in /metrics/prometheus');
     assert.match(prom.raw, new RegExp(`^queen_mesh_peer_up\\{peer="${B.meshId}"\\} 1$`, 'm'));
+    assert.match(prom.raw, /^queen_mesh_hints_sent_total [1-9]\d*$/m);
+    assert.match(prom.raw, /^queen_mesh_frames_dropped_total 0$/m);
     assert.match(prom.raw, new RegExp(`^queen_mesh_peer_hints_received_total\\{peer="${B.meshId}"\\} [1-9]\\d*$`, 'm'));
 });
 

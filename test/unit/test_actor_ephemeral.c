@@ -288,6 +288,51 @@ test_batch_receive_and_reply (void **state)
 }
 
 static void
+test_names_per_tenant (void **state)
+{
+    world_t *w = *state;
+    char json [1024];
+    //  Tenant ta's "jobs" is not tb's, nor the default tenant's.
+    s_call_ex (w, "send", "jobs", "{\"payload\":\"a\"}", 0, 0, "ta");
+    assert_int_equal (s_answer (w, json, sizeof json), 201);
+    s_call_ex (w, "receive", "jobs", "", 0, 0, "tb");
+    assert_int_equal (s_answer (w, json, sizeof json), 204);
+    s_call_ex (w, "receive", "jobs", "", 0, 0, "");
+    assert_int_equal (s_answer (w, json, sizeof json), 204);
+    s_call_ex (w, "configure", "jobs", "{}", 0, 0, "ta");
+    assert_int_equal (s_answer (w, json, sizeof json), 200);
+    assert_non_null (strstr (json, "\"queue\":\"jobs\",") );
+    assert_non_null (strstr (json, "\"buffered\":1"));
+    s_call_ex (w, "receive", "jobs", "", 0, 0, "ta");
+    assert_int_equal (s_answer (w, json, sizeof json), 200);
+    assert_non_null (strstr (json, "\"payload\":\"a\""));
+    //  What travels to the peers names the tenant: a WANT for ta's "q".
+    qn_fake_clear (w->fake);
+    s_call_ex (w, "receive", "q", "", 5000, 0, "ta");
+    qn_fake_advance (w->fake, 0);
+    int i = qn_fake_next (w->fake, QN_MSG_MESH_EPH);
+    assert_true (i >= 0);
+    qn_msg_eph_peer_t op;
+    const qn_fake_msg_t *m = qn_fake_msg (w->fake, (size_t) i);
+    assert_int_equal (qn_msg_eph_peer_decode (m->body.data, m->body.len, &op), 0);
+    assert_int_equal (op.kind, QN_EPH_WANT);
+    assert_int_equal (op.name.len, 5);
+    assert_memory_equal (op.name.ptr, "\x1fta\x1fq", 5);
+    //  A client name cannot spell another tenant's key.
+    s_call_ex (w, "send", "\x1fta\x1fq", "{\"payload\":1}", 0, 0, "");
+    assert_int_equal (s_answer (w, json, sizeof json), 400);
+    //  Only the requester's tenant may answer it.
+    s_call_ex (w, "request", "rpc", "{\"payload\":1,\"correlationId\":\"k\"}", 0, 0, "ta");
+    const char *reply = "{\"replyTo\":\"1@127.0.0.1:7000\",\"correlationId\":\"k\",\"payload\":2}";
+    s_call_ex (w, "reply", "", reply, 0, 0, "tb");
+    assert_int_equal (s_answer (w, json, sizeof json), 404);
+    s_call_ex (w, "reply", "", reply, 0, 0, "ta");
+    assert_int_equal (s_answer (w, json, sizeof json), 200);
+    assert_string_equal (json, "{\"correlationId\":\"k\",\"payload\":2}");
+    assert_int_equal (s_answer (w, json, sizeof json), 202);
+}
+
+static void
 test_offer_to_a_peer (void **state)
 {
     world_t *w = *state;
@@ -352,6 +397,7 @@ main (void)
         cmocka_unit_test_setup_teardown (test_request_timeout_and_reply, s_setup, s_teardown),
         cmocka_unit_test_setup_teardown (test_offer_to_a_peer, s_setup, s_teardown),
         cmocka_unit_test_setup_teardown (test_batch_receive_and_reply, s_setup, s_teardown),
+        cmocka_unit_test_setup_teardown (test_names_per_tenant, s_setup, s_teardown),
         cmocka_unit_test_setup_teardown (test_presence_expiry, s_setup, s_teardown),
     };
     return cmocka_run_group_tests (tests, NULL, NULL);
