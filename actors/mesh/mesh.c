@@ -13,6 +13,12 @@
     handler on inproc://zeromq.zap.01 admits only the cell's client key,
     and a socket monitor counts refused handshakes. No secret: mesh off.
 
+    A PUB connection that completes its CURVE handshake (a peer
+    restarted, thawed, or was dialled again) missed what was sent before:
+    the hints frames of the last 3 s go out again (a socket monitor on the
+    PUB socket), so a pop parked on that peer meanwhile does not wait for
+    its safety net.
+
     Fallback: with MESH_SECRET set, a dedicated libpq connection LISTENs on
     channel queen_mesh. When the mesh cannot carry a hint to every live
     member (MESH_PORT 0 here, a member without a mesh port, a listed peer
@@ -71,6 +77,9 @@
 #define S_MAX_PEERS     64
 #define S_ZAP_ENDPOINT  "inproc://zeromq.zap.01"
 #define S_MON_ENDPOINT  "inproc://queen.mesh.monitor"
+#define S_PMON_ENDPOINT "inproc://queen.mesh.pubmonitor"
+#define S_REPLAY_FRAMES 64      //  Recent hints frames kept for a peer that (re)connects
+#define S_REPLAY_MS     3000    //  ... if younger than this (the park table's safety net)
 
 typedef struct {
     char *address;              //  Owned: host:port as dialled (and the peer's id)
@@ -95,8 +104,14 @@ typedef struct {
     char id [300];              //  MESH_ADVERTISED_HOST:MESH_PORT
     uint64_t epoch;
     qn_mesh_keys_t keys;
-    void *zctx, *sub, *pub, *zap, *mon;     //  Owned
-    int sub_fd, zap_fd, mon_fd;
+    void *zctx, *sub, *pub, *zap, *mon, *pmon;  //  Owned
+    int sub_fd, zap_fd, mon_fd, pmon_fd;
+    //  Hints frames sent lately: a PUB connection that completes its
+    //  handshake (a peer restarted, thawed, or was re-added) missed the
+    //  frames sent while it was not connected; they are sent again.
+    struct { int64_t at_ms; qn_buf_t frame; } replay [S_REPLAY_FRAMES];
+    size_t replay_next;
+    uint64_t replayed;
     s_peer_t peers [S_MAX_PEERS];
     size_t peer_count;
     qn_mesh_coalesce_t *out;    //  Owned: hints to send
@@ -276,7 +291,32 @@ s_send (self_t *self, const qn_buf_t *frame, bool hints)
 static void
 s_send_frame (void *arg, const qn_buf_t *frame)
 {
-    s_send (arg, frame, true);
+    self_t *self = arg;
+    s_send (self, frame, true);
+    if (!self->on)
+        return;
+    size_t i = self->replay_next++ % S_REPLAY_FRAMES;
+    qn_buf_reset (&self->replay [i].frame);
+    qn_buf_append (&self->replay [i].frame, frame->data, frame->len);
+    self->replay [i].at_ms = qn_now_ms ();
+}
+
+//  A PUB connection completed its handshake: the recent hints again (to
+//  every peer: a repeated hint is only a wake-up more).
+static void
+s_replay (self_t *self)
+{
+    int64_t now = qn_now_ms ();
+    size_t n = self->replay_next < S_REPLAY_FRAMES ? self->replay_next : S_REPLAY_FRAMES;
+    for (size_t k = 0; k < n; k++) {
+        size_t i = (self->replay_next - n + k) % S_REPLAY_FRAMES;
+        if (now - self->replay [i].at_ms > S_REPLAY_MS)
+            continue;
+        if (zmq_send (self->pub, self->replay [i].frame.data, self->replay [i].frame.len, ZMQ_DONTWAIT) >= 0) {
+            self->replayed++;
+            qn_count (self->kernel, "mesh_frames_replayed", 1);
+        }
+    }
 }
 
 static void
@@ -633,6 +673,40 @@ s_on_mon_fd (void *self_, int fd, uint32_t events)
     }
 }
 
+//  The PUB socket's monitor: a connection to a peer is ready (handshake
+//  done), so what was sent before it existed can reach that peer now.
+static void
+s_on_pmon_fd (void *self_, int fd, uint32_t events)
+{
+    (void) fd;
+    (void) events;
+    self_t *self = self_;
+    uint32_t zev;
+    size_t size = sizeof zev;
+    bool ready = false;
+    while (!zmq_getsockopt (self->pmon, ZMQ_EVENTS, &zev, &size) && (zev & ZMQ_POLLIN)) {
+        zmq_msg_t m;
+        zmq_msg_init (&m);
+        if (zmq_msg_recv (&m, self->pmon, ZMQ_DONTWAIT) < 0) {
+            zmq_msg_close (&m);
+            break;
+        }
+        uint16_t event = 0;
+        if (zmq_msg_size (&m) >= 6)
+            memcpy (&event, zmq_msg_data (&m), 2);
+        bool more = zmq_msg_more (&m);
+        zmq_msg_close (&m);
+        if (more) {
+            zmq_msg_init (&m);
+            zmq_msg_recv (&m, self->pmon, ZMQ_DONTWAIT);
+            zmq_msg_close (&m);
+        }
+        ready = ready || event == ZMQ_EVENT_HANDSHAKE_SUCCEEDED;
+    }
+    if (ready)
+        s_replay (self);
+}
+
 // ------------------------------------------------------------------ membership
 static void
 s_on_beat (void *self_, void *arg, const qn_env_t *env)
@@ -964,6 +1038,8 @@ s_drain_all (self_t *self)
         s_on_zap_fd (self, 0, 0);
     if (self->mon)
         s_on_mon_fd (self, 0, 0);
+    if (self->pmon)
+        s_on_pmon_fd (self, 0, 0);
 }
 
 static int
@@ -1040,9 +1116,16 @@ s_open (self_t *self)
     int ivl = 100, ivl_max = 1000;
     zmq_setsockopt (self->pub, ZMQ_RECONNECT_IVL, &ivl, sizeof ivl);
     zmq_setsockopt (self->pub, ZMQ_RECONNECT_IVL_MAX, &ivl_max, sizeof ivl_max);
+    if (zmq_socket_monitor (self->pub, S_PMON_ENDPOINT, ZMQ_EVENT_HANDSHAKE_SUCCEEDED))
+        goto failed;
+    self->pmon = zmq_socket (self->zctx, ZMQ_PAIR);
+    zmq_setsockopt (self->pmon, ZMQ_LINGER, &linger, sizeof linger);
+    if (zmq_connect (self->pmon, S_PMON_ENDPOINT))
+        goto failed;
     if (s_watch (self, self->sub, &self->sub_fd, s_on_sub_fd)
     ||  s_watch (self, self->zap, &self->zap_fd, s_on_zap_fd)
-    ||  s_watch (self, self->mon, &self->mon_fd, s_on_mon_fd))
+    ||  s_watch (self, self->mon, &self->mon_fd, s_on_mon_fd)
+    ||  s_watch (self, self->pmon, &self->pmon_fd, s_on_pmon_fd))
         goto failed;
     //  Static peers.
     const char *s = c->queen_peers;
@@ -1074,13 +1157,13 @@ failed:
 static void
 s_close (self_t *self)
 {
-    int fds [3] = { self->sub_fd, self->zap_fd, self->mon_fd };
-    for (int i = 0; i < 3; i++)
+    int fds [4] = { self->sub_fd, self->zap_fd, self->mon_fd, self->pmon_fd };
+    for (int i = 0; i < 4; i++)
         if (fds [i] > 0)
             qn_fd_unwatch (self->kernel, fds [i]);
-    self->sub_fd = self->zap_fd = self->mon_fd = 0;
-    void **socks [4] = { &self->pub, &self->sub, &self->mon, &self->zap };
-    for (int i = 0; i < 4; i++)
+    self->sub_fd = self->zap_fd = self->mon_fd = self->pmon_fd = 0;
+    void **socks [5] = { &self->pub, &self->sub, &self->mon, &self->pmon, &self->zap };
+    for (int i = 0; i < 5; i++)
         if (*socks [i]) {
             zmq_close (*socks [i]);
             *socks [i] = NULL;
@@ -1100,7 +1183,8 @@ s_on_start (void *self_, const qn_env_t *env)
     static const char *const counters [] = {
         "mesh_hints_sent", "mesh_hints_received", "mesh_frames_sent", "mesh_frames_received",
         "mesh_frames_dropped", "mesh_frames_malformed", "mesh_refused", "mesh_stale_marks",
-        "mesh_notify_sent", "mesh_notify_received", "mesh_notify_refused", "mesh_notify_dropped"
+        "mesh_notify_sent", "mesh_notify_received", "mesh_notify_refused", "mesh_notify_dropped",
+        "mesh_frames_replayed"
     };
     for (size_t i = 0; i < sizeof counters / sizeof counters [0]; i++)
         qn_count (self->kernel, counters [i], 0);
@@ -1141,6 +1225,8 @@ s_destroy (void **self_p)
         free (self->peers [i].endpoint);
     }
     qn_mesh_coalesce_destroy (&self->out);
+    for (size_t i = 0; i < S_REPLAY_FRAMES; i++)
+        qn_buf_free (&self->replay [i].frame);
     msgpack_sbuffer_destroy (&self->call);
     qn_pg_args_free (&self->args);
     msgpack_sbuffer_destroy (&self->ncall);
