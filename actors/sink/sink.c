@@ -31,10 +31,22 @@
     the committed one and lands in that window's object (SINK_LATE=next)
     or in objects under <prefix>/late/ (SINK_LATE=prefix).
 
+    Queues and their settings: SINK_QUEUES with the environment's
+    settings, plus the sections of the SINK_CONFIG file (format,
+    compression, window, lateness, late, prefix, fields per queue;
+    wire/sink_config.h).
+
+    Memory. A closing window's staged records are read back one kv value
+    at a time into an unlinked temporary file (the spill file); memory
+    holds one index entry per record, sorted, and one part at a time
+    (SINK_PART_BYTES) with its encoded file. The gauge
+    sink_window_memory_peak_bytes keeps the most held.
+
     Receives  START (arms the step timer), STOP
     Sends     nothing to other actors; HTTP to the broker, S3 requests
-    Owns      per queue: committed window, staged window list, watermark;
-              a curl handle for the broker and the S3 client
+    Owns      per queue: settings, committed window, staged window list,
+              watermark; a curl handle for the broker and the S3 client;
+              while a window is written, its spill file (closed after)
     Failure   the broker or the bucket unavailable: the step logs once per
               streak, backs off (up to 5 s) and tries again; nothing is
               acknowledged that is not staged, and no window is recorded
