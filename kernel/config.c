@@ -95,6 +95,8 @@ static const s_setting_t s_settings [] = {
     { "SINK_PORT", S_INT, F (sink_port), "6635", 0, 65535, "sink: port of the sink's /health and /metrics (0: none)" },
     { "SINK_START_TIMEOUT_MS", S_INT, F (sink_start_timeout_ms), "30000", 0, 3600000, "sink: at start, keep retrying the broker this long, ms" },
     { "SINK_IN_BROKER", S_BOOL, F (sink_in_broker), "false", 0, 0, "broker: also run the sink actor inside the broker process" },
+    /* sink (wave 3): per-queue settings file */
+    { "SINK_CONFIG", S_STR, F (sink_config), "", 0, 0, "sink: file of per-queue settings ([queue] sections: format, compression, window, lateness_ms, late, prefix, fields); docs/sink.md" },
     { "S3_ENDPOINT", S_STR, F (s3_endpoint), "", 0, 0, "sink: S3 endpoint, http(s)://host[:port]" },
     { "S3_BUCKET", S_STR, F (s3_bucket), "", 0, 0, "sink: bucket" },
     { "S3_PREFIX", S_STR, F (s3_prefix), "", 0, 0, "sink: key prefix inside the bucket" },

@@ -85,6 +85,7 @@ typedef struct {
     int64_t sink_port;
     int64_t sink_start_timeout_ms;
     bool sink_in_broker;
+    char *sink_config;          //  Per-queue settings file (wire/sink_config.h); "" = none
     char *s3_endpoint;
     char *s3_bucket;
     char *s3_prefix;

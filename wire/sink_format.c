@@ -324,6 +324,12 @@ s_cmp_records (const void *a_, const void *b_)
     return a->id_len < b->id_len ? -1 : a->id_len > b->id_len;
 }
 
+int
+qn_sink_record_cmp (const qn_sink_record_t *a, const qn_sink_record_t *b)
+{
+    return s_cmp_records (a, b);
+}
+
 void
 qn_sink_sort (qn_sink_record_t *records, size_t count)
 {

@@ -109,6 +109,8 @@ void qn_sink_object_key (qn_buf_t *out, const char *prefix, const char *queue,
 
 //  Sorts records by (created_us, id bytes).
 void qn_sink_sort (qn_sink_record_t *records, size_t count);
+//  The order of qn_sink_sort: <0, 0, >0.
+int qn_sink_record_cmp (const qn_sink_record_t *a, const qn_sink_record_t *b);
 
 //  Number of records in the part starting at records[0] (>= 1 if count >= 1).
 size_t qn_sink_part_length (const qn_sink_record_t *records, size_t count,

@@ -31,10 +31,22 @@
     the committed one and lands in that window's object (SINK_LATE=next)
     or in objects under <prefix>/late/ (SINK_LATE=prefix).
 
+    Queues and their settings: SINK_QUEUES with the environment's
+    settings, plus the sections of the SINK_CONFIG file (format,
+    compression, window, lateness, late, prefix, fields per queue;
+    wire/sink_config.h).
+
+    Memory. A closing window's staged records are read back one kv value
+    at a time into an unlinked temporary file (the spill file); memory
+    holds one index entry per record, sorted, and one part at a time
+    (SINK_PART_BYTES) with its encoded file. The gauge
+    sink_window_memory_peak_bytes keeps the most held.
+
     Receives  START (arms the step timer), STOP
     Sends     nothing to other actors; HTTP to the broker, S3 requests
-    Owns      per queue: committed window, staged window list, watermark;
-              a curl handle for the broker and the S3 client
+    Owns      per queue: settings, committed window, staged window list,
+              watermark; a curl handle for the broker and the S3 client;
+              while a window is written, its spill file (closed after)
     Failure   the broker or the bucket unavailable: the step logs once per
               streak, backs off (up to 5 s) and tries again; nothing is
               acknowledged that is not staged, and no window is recorded
@@ -44,6 +56,7 @@
 */
 #include "actors/sink/sink.h"
 
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -54,9 +67,10 @@
 #include "actors/sink/s3.h"
 #include "base/buf.h"
 #include "wire/json.h"
+#include "wire/sink_config.h"
 #include "wire/sink_format.h"
 
-#define S_MAX_QUEUES        64
+#define S_MAX_QUEUES        QN_SINK_MAX_QUEUES
 #define S_BACKOFF_MIN_MS    200
 #define S_BACKOFF_MAX_MS    5000
 #define S_STAGE_CHUNK_BYTES (900 * 1024)    //  kv values are at most 1 MiB
@@ -71,16 +85,19 @@ typedef struct {
     size_t staged_n, staged_cap;
     int64_t watermark_us;       //  Newest creation time seen (0: none)
     bool idle;                  //  Last pop came back empty
+    //  Its settings (the environment's, or its SINK_CONFIG section's)
+    int64_t window_ms, lateness_ms;
+    qn_sink_format_t format;    //  .fields points at fields below
+    qn_sink_field_t fields [QN_SINK_MAX_FIELDS];
+    char prefix [256];          //  Object key prefix, no leading/trailing '/'
+    bool late_prefix;           //  SINK_LATE=prefix
 } queue_t;
 
 typedef struct {
     qn_kernel_t *kernel;
-    char *url, *group, *bucket, *prefix, *late_mode, *token;
-    int64_t window_ms, lateness_ms;
+    char *url, *group, *bucket, *token;
     int64_t batch, partitions, wait_ms;
     int64_t part_rows, part_bytes, multipart_bytes;
-    qn_sink_format_t format;
-    qn_sink_field_t fields [QN_SINK_MAX_FIELDS];
     queue_t queues [S_MAX_QUEUES];
     size_t queue_count, next_queue;
     CURL *http;
@@ -88,133 +105,113 @@ typedef struct {
     bool ready;                 //  Startup state loaded
     int64_t backoff_ms;
     int64_t failing_since_ms;   //  0 when the last step succeeded
+    int64_t memory_peak;        //  Most bytes held for a window being written
 } self_t;
 
 //  ------------------------------------------------------------------------
 //  Configuration
 
+//  The queues and their settings: SINK_QUEUES with the environment's
+//  settings, then the SINK_CONFIG file's sections (wire/sink_config.h).
+//  Returns the count, or -1 with a one-line reason in err.
 static int
-s_parse_format (const qn_config_t *c, qn_sink_format_t *f, char *err, size_t cap)
+s_load_queues (const qn_config_t *c, qn_sink_queue_conf_t *out, char *err, size_t cap)
 {
-    memset (f, 0, sizeof *f);
-    const char *comp = c->sink_compression;
-    if (!strcmp (c->sink_format, "parquet")) {
-        f->kind = QN_SINK_PARQUET;
-        if (!*comp || !strcmp (comp, "zstd"))
-            f->codec = QN_PQ_ZSTD;
-        else
-        if (!strcmp (comp, "snappy"))
-            f->codec = QN_PQ_SNAPPY;
-        else
-        if (!strcmp (comp, "gzip"))
-            f->codec = QN_PQ_GZIP;
-        else
-        if (!strcmp (comp, "none"))
-            f->codec = QN_PQ_UNCOMPRESSED;
-        else {
-            snprintf (err, cap, "SINK_COMPRESSION: parquet takes none, snappy, gzip or zstd, got '%s'", comp);
-            return -1;
-        }
-        f->row_group_rows = (uint32_t) c->sink_row_group_rows;
-    }
-    else
-    if (!strcmp (c->sink_format, "jsonl")) {
-        f->kind = QN_SINK_JSONL;
-        if (!*comp || !strcmp (comp, "gzip"))
-            f->gzip = true;
-        else
-        if (strcmp (comp, "none")) {
-            snprintf (err, cap, "SINK_COMPRESSION: jsonl takes none or gzip, got '%s'", comp);
-            return -1;
-        }
-    }
-    else {
-        snprintf (err, cap, "SINK_FORMAT: expected parquet or jsonl, got '%s'", c->sink_format);
+    qn_sink_queue_conf_t def;
+    memset (&def, 0, sizeof def);
+    snprintf (def.format, sizeof def.format, "%s", c->sink_format);
+    snprintf (def.compression, sizeof def.compression, "%s", c->sink_compression);
+    snprintf (def.window, sizeof def.window, "%s", c->sink_window);
+    snprintf (def.late, sizeof def.late, "%s", c->sink_late);
+    snprintf (def.fields, sizeof def.fields, "%s", c->sink_fields);
+    def.lateness_ms = c->sink_lateness_ms;
+    const char *pre = c->s3_prefix;
+    while (*pre == '/')
+        pre++;
+    size_t pl = strlen (pre);
+    while (pl && pre [pl - 1] == '/')
+        pl--;
+    if (strlen (c->sink_format) >= sizeof def.format || strlen (c->sink_compression) >= sizeof def.compression
+    ||  strlen (c->sink_window) >= sizeof def.window || strlen (c->sink_late) >= sizeof def.late
+    ||  strlen (c->sink_fields) >= sizeof def.fields || pl >= sizeof def.prefix) {
+        snprintf (err, cap, "a SINK_ or S3_PREFIX setting is too long");
         return -1;
     }
-    return 0;
-}
-
-//  Splits SINK_QUEUES; returns the count or -1.
-static int
-s_split_queues (const char *text, char names [S_MAX_QUEUES][256], char *err, size_t cap)
-{
-    int n = 0;
-    const char *p = text;
-    while (*p) {
-        const char *end = strchr (p, ',');
-        size_t len = end ? (size_t) (end - p) : strlen (p);
-        while (len && *p == ' ') {
-            p++;
-            len--;
-        }
-        while (len && p [len - 1] == ' ')
-            len--;
-        if (len == 0 || len > 255) {
-            snprintf (err, cap, "SINK_QUEUES: queue names are 1 to 255 bytes, comma-separated");
+    memcpy (def.prefix, pre, pl);
+    if (qn_sink_queue_check (&def, 0, NULL, NULL, NULL, err, cap))
+        return -1;
+    int n = qn_sink_queues_split (c->sink_queues, &def, out, S_MAX_QUEUES, err, cap);
+    if (n < 0)
+        return -1;
+    if (*c->sink_config) {
+        FILE *f = fopen (c->sink_config, "rb");
+        if (!f) {
+            snprintf (err, cap, "SINK_CONFIG %s: %s", c->sink_config, strerror (errno));
             return -1;
         }
-        if (n == S_MAX_QUEUES) {
-            snprintf (err, cap, "SINK_QUEUES: at most %d queues", S_MAX_QUEUES);
+        qn_buf_t text = QN_BUF_INIT;
+        char chunk [4096];
+        size_t got;
+        while ((got = fread (chunk, 1, sizeof chunk, f)) > 0 && text.len <= 1024 * 1024)
+            qn_buf_append (&text, chunk, got);
+        bool failed = ferror (f) != 0;
+        fclose (f);
+        char why [400];
+        if (failed)
+            snprintf (why, sizeof why, "cannot read it");
+        else
+        if (text.len > 1024 * 1024)
+            snprintf (why, sizeof why, "larger than 1 MiB");
+        else
+            n = qn_sink_config_parse (text.data ? text.data : "", text.len, &def, out, (size_t) n,
+                                      S_MAX_QUEUES, why, sizeof why);
+        qn_buf_free (&text);
+        if (failed || n < 0) {
+            snprintf (err, cap, "SINK_CONFIG %s: %s", c->sink_config, failed ? "cannot read it" : why);
             return -1;
         }
-        memcpy (names [n], p, len);
-        names [n][len] = 0;
-        for (int i = 0; i < n; i++)
-            if (!strcmp (names [i], names [n])) {
-                snprintf (err, cap, "SINK_QUEUES: %s appears twice", names [n]);
-                return -1;
-            }
-        n++;
-        if (!end)
-            break;
-        p = end + 1;
     }
     if (n == 0) {
-        snprintf (err, cap, "SINK_QUEUES: name at least one queue");
+        snprintf (err, cap, "SINK_QUEUES: name at least one queue (or give SINK_CONFIG [queue] sections)");
         return -1;
     }
     return n;
 }
 
+static int s_check_rest (const qn_config_t *c, const qn_sink_queue_conf_t *qs, int n,
+                         char *err, size_t cap);
+
 int
 qn_sink_check_config (const qn_config_t *c, char *err, size_t cap)
 {
-    char names [S_MAX_QUEUES][256];
-    int n = s_split_queues (c->sink_queues, names, err, cap);
-    if (n < 0)
-        return -1;
+    qn_sink_queue_conf_t *qs = qn_zalloc (S_MAX_QUEUES * sizeof *qs);
+    int n = s_load_queues (c, qs, err, cap);
+    int rc = n < 0 ? -1 : s_check_rest (c, qs, n, err, cap);
+    free (qs);
+    return rc;
+}
+
+static int
+s_check_rest (const qn_config_t *c, const qn_sink_queue_conf_t *qs, int n, char *err, size_t cap)
+{
     if (!*c->sink_group || strchr (c->sink_group, '/')) {
         snprintf (err, cap, "SINK_GROUP: 1 to 64 bytes without '/'");
         return -1;
     }
     for (int i = 0; i < n; i++)
-        if (strlen (c->sink_group) + strlen (names [i]) + 60 > S_KEY_MAX) {
+        if (strlen (c->sink_group) + strlen (qs [i].queue) + 60 > S_KEY_MAX) {
             snprintf (err, cap, "SINK_QUEUES: queue %s with group %s is too long for a kv key "
-                      "(group + queue at most %d bytes)", names [i], c->sink_group, S_KEY_MAX - 60);
+                      "(group + queue at most %d bytes)", qs [i].queue, c->sink_group, S_KEY_MAX - 60);
             return -1;
         }
     if (strncmp (c->queen_url, "http://", 7) && strncmp (c->queen_url, "https://", 8)) {
         snprintf (err, cap, "QUEEN_URL: expected http(s)://host[:port], got '%s'", c->queen_url);
         return -1;
     }
-    int64_t w;
-    if (qn_sink_window_parse (c->sink_window, &w, err, cap))
-        return -1;
-    if (strcmp (c->sink_late, "next") && strcmp (c->sink_late, "prefix")) {
-        snprintf (err, cap, "SINK_LATE: expected next or prefix, got '%s'", c->sink_late);
-        return -1;
-    }
     if (!*c->sink_kv_bucket) {
         snprintf (err, cap, "SINK_KV_BUCKET: must not be empty");
         return -1;
     }
-    qn_sink_format_t f;
-    if (s_parse_format (c, &f, err, cap))
-        return -1;
-    qn_sink_field_t fields [QN_SINK_MAX_FIELDS];
-    if (qn_sink_fields_parse (c->sink_fields, fields, QN_SINK_MAX_FIELDS, err, cap) < 0)
-        return -1;
     if (!*c->s3_endpoint || !*c->s3_bucket) {
         snprintf (err, cap, "S3_ENDPOINT and S3_BUCKET are required");
         return -1;
@@ -368,7 +365,7 @@ s_gauges (self_t *self, const queue_t *q)
     //  Lag: how far the committed data is behind the clock (the end of
     //  the last committed window), 0 before the first commit.
     snprintf (name, sizeof name, "sink_lag_ms{queue=\"%s\"}", q->name);
-    int64_t lag = q->committed_ms == INT64_MIN ? 0 : qn_wall_us () / 1000 - (q->committed_ms + self->window_ms);
+    int64_t lag = q->committed_ms == INT64_MIN ? 0 : qn_wall_us () / 1000 - (q->committed_ms + q->window_ms);
     qn_gauge_set (self->kernel, name, lag < 0 ? 0 : lag);
 }
 
@@ -803,10 +800,10 @@ s_consume (self_t *self, queue_t *q, int64_t wait_ms)
                      "partitionId, leaseId, data or createdAt; batch left to its lease", q->name);
             goto done;
         }
-        int64_t w = qn_sink_window_start (p->created_us, self->window_ms);
+        int64_t w = qn_sink_window_start (p->created_us, q->window_ms);
         if (q->committed_ms != INT64_MIN && w <= q->committed_ms) {
             p->late = true;
-            w = q->committed_ms + self->window_ms;
+            w = q->committed_ms + q->window_ms;
         }
         p->window_ms = w;
         if (p->created_us > q->watermark_us)
@@ -828,19 +825,69 @@ done:
 //  ------------------------------------------------------------------------
 //  Closing a window: read staged records, write objects, verify, commit
 
+//  A window being written. Its staged records are read back one kv value
+//  at a time and appended to a spill file (an unlinked temporary file);
+//  memory holds only an index entry per record (its sort key, lengths and
+//  where it is in the file) and, while a part is written, that part's
+//  records and its encoded file. SINK_PART_BYTES bounds a part, so a
+//  window of any size is written in bounded memory (docs/sink.md).
 typedef struct {
-    qn_sink_record_t *recs;
+    qn_sink_record_t rec;       //  id points at id_copy; other pointers NULL
+    char *id_copy;
+    uint64_t off;               //  Record bytes in the spill file
+    bool trace_null;
+} spilled_t;
+
+typedef struct {
+    spilled_t *v;
     size_t n, cap;
 } recvec_t;
 
-static void
-s_recvec_push (recvec_t *v, const qn_sink_record_t *r)
+typedef struct {
+    FILE *file;
+    uint64_t size;
+} spill_t;
+
+//  Spill record layout: id, txn, partition, trace, payload bytes back to back.
+static int
+s_spill (spill_t *sp, recvec_t *v, const qn_sink_record_t *r)
 {
     if (v->n == v->cap) {
         v->cap = v->cap ? v->cap * 2 : 1024;
-        v->recs = qn_realloc (v->recs, v->cap * sizeof *v->recs);
+        v->v = qn_realloc (v->v, v->cap * sizeof *v->v);
     }
-    v->recs [v->n++] = *r;
+    spilled_t *e = &v->v [v->n];
+    memset (e, 0, sizeof *e);
+    e->rec = *r;
+    e->id_copy = qn_strndup (r->id, r->id_len);
+    e->rec.id = e->id_copy;
+    e->rec.txn = e->rec.partition = e->rec.trace = e->rec.payload = NULL;
+    e->trace_null = r->trace == NULL;
+    e->off = sp->size;
+    const void *parts [5] = { r->id, r->txn, r->partition, r->trace, r->payload };
+    size_t lens [5] = { r->id_len, r->txn_len, r->partition_len, r->trace ? r->trace_len : 0, r->payload_len };
+    for (int i = 0; i < 5; i++)
+        if (lens [i] && fwrite (parts [i], 1, lens [i], sp->file) != lens [i])
+            return -1;
+    for (int i = 0; i < 5; i++)
+        sp->size += lens [i];
+    v->n++;
+    return 0;
+}
+
+static void
+s_recvec_free (recvec_t *v)
+{
+    for (size_t i = 0; i < v->n; i++)
+        free (v->v [i].id_copy);
+    free (v->v);
+    memset (v, 0, sizeof *v);
+}
+
+static int
+s_cmp_spilled (const void *a, const void *b)
+{
+    return qn_sink_record_cmp (&((const spilled_t *) a)->rec, &((const spilled_t *) b)->rec);
 }
 
 //  Uploads one object and verifies it. 0 or -1.
@@ -907,24 +954,89 @@ s_content_type (const qn_sink_format_t *f)
     return f->gzip ? "application/gzip" : "application/x-ndjson";
 }
 
-//  Writes the parts of one record set under `prefix`. Returns the part
-//  count, or -1.
-static int
-s_write_parts (self_t *self, const char *prefix, const char *queue, int64_t w, recvec_t *v)
+//  Memory held for the window being written (index + part + file): the
+//  gauge sink_window_memory_peak_bytes keeps the largest seen.
+static void
+s_memory_note (self_t *self, size_t bytes)
 {
-    qn_sink_sort (v->recs, v->n);
+    if ((int64_t) bytes > self->memory_peak) {
+        self->memory_peak = (int64_t) bytes;
+        qn_gauge_set (self->kernel, "sink_window_memory_peak_bytes", self->memory_peak);
+    }
+}
+
+//  Writes the parts of one record set under `prefix`, reading each part's
+//  records back from the spill file. Returns the part count, or -1.
+static int
+s_write_parts (self_t *self, const queue_t *q, const char *prefix, int64_t w, recvec_t *v,
+               spill_t *sp)
+{
+    if (v->n > 1)
+        qsort (v->v, v->n, sizeof *v->v, s_cmp_spilled);
     size_t at = 0;
     uint32_t part = 0;
-    qn_buf_t key = QN_BUF_INIT, file = QN_BUF_INIT;
+    qn_buf_t key = QN_BUF_INIT, file = QN_BUF_INIT, data = QN_BUF_INIT;
+    qn_sink_record_t *recs = NULL;
+    size_t recs_cap = 0;
+    size_t index_bytes = v->cap * sizeof *v->v;
+    for (size_t i = 0; i < v->n; i++)
+        index_bytes += v->v [i].rec.id_len + 1;
     int rc = 0;
     while (at < v->n) {
-        size_t n = qn_sink_part_length (v->recs + at, v->n - at, (size_t) self->part_rows,
-                                        (size_t) self->part_bytes);
+        //  The part's length from the index (lengths only), then its bytes.
+        size_t n = 0, bytes = 0;
+        for (; at + n < v->n && n < (size_t) self->part_rows; n++) {
+            const qn_sink_record_t *r = &v->v [at + n].rec;
+            size_t rb = r->id_len + r->txn_len + r->partition_len + r->trace_len + r->payload_len + 32;
+            if (n > 0 && bytes + rb > (size_t) self->part_bytes)
+                break;
+            bytes += rb;
+        }
+        if (n > recs_cap) {
+            recs_cap = n;
+            recs = qn_realloc (recs, recs_cap * sizeof *recs);
+        }
+        qn_buf_reset (&data);
+        for (size_t i = 0; i < n; i++) {
+            const spilled_t *e = &v->v [at + i];
+            size_t len = e->rec.id_len + e->rec.txn_len + e->rec.partition_len + e->rec.trace_len
+                       + e->rec.payload_len;
+            qn_buf_reserve (&data, len);
+            if (fseeko (sp->file, (off_t) e->off, SEEK_SET)
+            ||  (len && fread (data.data + data.len, 1, len, sp->file) != len)) {
+                qn_warn ("sink: reading the spill file of %s failed", q->name);
+                rc = -1;
+                break;
+            }
+            data.len += len;
+        }
+        if (rc)
+            break;
+        size_t pos = 0;
+        for (size_t i = 0; i < n; i++) {
+            const spilled_t *e = &v->v [at + i];
+            qn_sink_record_t *r = &recs [i];
+            *r = e->rec;
+            r->id = data.data + pos;
+            pos += r->id_len;
+            r->txn = data.data + pos;
+            pos += r->txn_len;
+            r->partition = data.data + pos;
+            pos += r->partition_len;
+            r->trace = e->trace_null ? NULL : data.data + pos;
+            pos += r->trace_len;
+            r->payload = data.data + pos;
+            pos += r->payload_len;
+        }
         qn_buf_reset (&key);
         qn_buf_reset (&file);
-        qn_sink_object_key (&key, prefix, queue, w, part, qn_sink_extension (&self->format));
-        if (qn_sink_file_write (&self->format, v->recs + at, n, &file)
-        ||  s_upload (self, key.data, &file, s_content_type (&self->format))) {
+        qn_sink_object_key (&key, prefix, q->name, w, part, qn_sink_extension (&q->format));
+        if (qn_sink_file_write (&q->format, recs, n, &file)) {
+            rc = -1;
+            break;
+        }
+        s_memory_note (self, index_bytes + data.cap + file.cap + recs_cap * sizeof *recs);
+        if (s_upload (self, key.data, &file, s_content_type (&q->format))) {
             rc = -1;
             break;
         }
@@ -932,8 +1044,10 @@ s_write_parts (self_t *self, const char *prefix, const char *queue, int64_t w, r
         at += n;
         part++;
     }
+    free (recs);
     qn_buf_free (&key);
     qn_buf_free (&file);
+    qn_buf_free (&data);
     return rc ? -1 : (int) part;
 }
 
@@ -945,22 +1059,23 @@ s_close_window (self_t *self, queue_t *q, int64_t w)
     qn_buf_t prefix = QN_BUF_INIT, keys = QN_BUF_INIT, path = QN_BUF_INIT;
     s_staged_prefix (self, q, &prefix);
     qn_buf_printf (&prefix, "%s/", label);
-    //  Staged values stay in `bodies` while the records point into them.
-    qn_buf_t *bodies = NULL;
-    size_t body_n = 0;
+    //  One staged value at a time in `body`; its records go to the spill
+    //  file, an index entry each stays in memory.
+    qn_buf_t body = QN_BUF_INIT;
     qn_json_doc_t doc;
     qn_json_doc_init (&doc);
     recvec_t on_time = { 0 }, late = { 0 };
     qn_buf_t arena = QN_BUF_INIT;       //  Unescaped strings (rare)
     qn_buf_t *strs = NULL;
     size_t str_n = 0;
+    spill_t sp = { tmpfile (), 0 };
     int rc = -1;
+    if (!sp.file) {
+        qn_warn ("sink: cannot make a spill file for %s: %s", q->name, strerror (errno));
+        goto done;
+    }
     if (s_kv_list (self, prefix.data, &keys))
         goto done;
-    size_t lines = 0;
-    for (const char *p = keys.data ? keys.data : ""; *p; p++)
-        lines += *p == '\n';
-    bodies = qn_zalloc ((lines ? lines : 1) * sizeof (qn_buf_t));
     const char *p = keys.data ? keys.data : "";
     while (*p) {
         const char *nl = strchr (p, '\n');
@@ -972,7 +1087,10 @@ s_close_window (self_t *self, queue_t *q, int64_t w)
         s_encode (&path, k);
         free (k);
         p = nl + 1;
-        qn_buf_t *b = &bodies [body_n++];
+        qn_buf_t *b = &body;
+        for (size_t i = 0; i < str_n; i++)
+            qn_buf_free (&strs [i]);
+        str_n = 0;
         long status = 0;
         if (s_broker (self, "GET", path.data, NULL, 0, b, &status))
             goto done;
@@ -1022,18 +1140,26 @@ s_close_window (self_t *self, queue_t *q, int64_t w)
                 goto done;
             }
             rec.payload = qn_json_raw (&doc, f [5], &rec.payload_len);
-            bool to_late = late_flag && !strcmp (self->late_mode, "prefix");
-            s_recvec_push (to_late ? &late : &on_time, &rec);
+            bool to_late = late_flag && q->late_prefix;
+            if (s_spill (&sp, to_late ? &late : &on_time, &rec)) {
+                qn_warn ("sink: writing the spill file of %s failed: %s", q->name, strerror (errno));
+                goto done;
+            }
         }
+        s_memory_note (self, body.cap + (on_time.cap + late.cap) * sizeof (spilled_t));
+    }
+    if (fflush (sp.file)) {
+        qn_warn ("sink: writing the spill file of %s failed: %s", q->name, strerror (errno));
+        goto done;
     }
     //  Objects: the window's own, and its late ones under <prefix>/late.
     int parts = 0, late_parts = 0;
-    if (on_time.n && (parts = s_write_parts (self, self->prefix, q->name, w, &on_time)) < 0)
+    if (on_time.n && (parts = s_write_parts (self, q, q->prefix, w, &on_time, &sp)) < 0)
         goto done;
     if (late.n) {
         qn_buf_t lp = QN_BUF_INIT;
-        qn_buf_printf (&lp, "%s%slate", self->prefix, *self->prefix ? "/" : "");
-        late_parts = s_write_parts (self, lp.data, q->name, w, &late);
+        qn_buf_printf (&lp, "%s%slate", q->prefix, *q->prefix ? "/" : "");
+        late_parts = s_write_parts (self, q, lp.data, w, &late, &sp);
         qn_buf_free (&lp);
         if (late_parts < 0)
             goto done;
@@ -1077,14 +1203,14 @@ s_close_window (self_t *self, queue_t *q, int64_t w)
         s_gauges (self, q);
     }
 done:
-    for (size_t i = 0; i < body_n; i++)
-        qn_buf_free (&bodies [i]);
-    free (bodies);
+    qn_buf_free (&body);
+    if (sp.file)
+        fclose (sp.file);
     for (size_t i = 0; i < str_n; i++)
         qn_buf_free (&strs [i]);
     free (strs);
-    free (on_time.recs);
-    free (late.recs);
+    s_recvec_free (&on_time);
+    s_recvec_free (&late);
     qn_buf_free (&arena);
     qn_json_doc_free (&doc);
     qn_buf_free (&prefix);
@@ -1100,7 +1226,7 @@ s_close_due (self_t *self, queue_t *q)
     int64_t now_ms = qn_wall_us () / 1000;
     while (q->staged_n) {
         int64_t w = q->staged [0];
-        int64_t due = w + self->window_ms + self->lateness_ms;
+        int64_t due = w + q->window_ms + q->lateness_ms;
         bool by_watermark = q->watermark_us / 1000 >= due;
         bool by_clock = q->idle && now_ms >= due;
         if (!by_watermark && !by_clock)
@@ -1205,8 +1331,6 @@ s_destroy (void **self_p)
     free (self->url);
     free (self->group);
     free (self->bucket);
-    free (self->prefix);
-    free (self->late_mode);
     free (self->token);
     free (self);
     *self_p = NULL;
@@ -1224,38 +1348,36 @@ qn_sink_new (qn_kernel_t *kernel, const qn_config_t *c)
     char err [256];
     self_t *self = qn_zalloc (sizeof *self);
     self->kernel = kernel;
-    char names [S_MAX_QUEUES][256];
-    int n = s_split_queues (c->sink_queues, names, err, sizeof err);
-    if (n < 0 || qn_sink_window_parse (c->sink_window, &self->window_ms, err, sizeof err)
-    ||  s_parse_format (c, &self->format, err, sizeof err)) {
-        qn_error ("sink: %s", n < 0 ? err : err);
-        free (self);
+    qn_sink_queue_conf_t *qs = qn_zalloc (S_MAX_QUEUES * sizeof *qs);
+    int n = s_load_queues (c, qs, err, sizeof err);
+    for (int i = 0; i < n; i++) {
+        queue_t *q = &self->queues [i];
+        if (qn_sink_queue_check (&qs [i], (uint32_t) c->sink_row_group_rows, &q->format, q->fields,
+                                 &q->window_ms, err, sizeof err)) {
+            n = -1;
+            break;
+        }
+        q->name = qn_strdup (qs [i].queue);
+        q->committed_ms = INT64_MIN;
+        q->lateness_ms = qs [i].lateness_ms;
+        q->late_prefix = !strcmp (qs [i].late, "prefix");
+        memcpy (q->prefix, qs [i].prefix, sizeof q->prefix);
+        self->queue_count = (size_t) i + 1;
+    }
+    free (qs);
+    if (n < 0) {
+        qn_error ("sink: %s", err);
+        void *p = self;
+        s_destroy (&p);
         return NULL;
     }
-    int nf = qn_sink_fields_parse (c->sink_fields, self->fields, QN_SINK_MAX_FIELDS, err, sizeof err);
-    self->format.fields = self->fields;
-    self->format.field_count = nf > 0 ? (uint32_t) nf : 0;
-    for (int i = 0; i < n; i++) {
-        self->queues [i].name = qn_strdup (names [i]);
-        self->queues [i].committed_ms = INT64_MIN;
-    }
-    self->queue_count = (size_t) n;
     self->url = qn_strdup (c->queen_url);
     size_t ul = strlen (self->url);
     while (ul && self->url [ul - 1] == '/')
         self->url [--ul] = 0;
     self->group = qn_strdup (c->sink_group);
     self->bucket = qn_strdup (c->sink_kv_bucket);
-    const char *pre = c->s3_prefix;
-    while (*pre == '/')
-        pre++;
-    self->prefix = qn_strdup (pre);
-    size_t pl = strlen (self->prefix);
-    while (pl && self->prefix [pl - 1] == '/')
-        self->prefix [--pl] = 0;
-    self->late_mode = qn_strdup (c->sink_late);
     self->token = qn_strdup (c->sink_auth_token);
-    self->lateness_ms = c->sink_lateness_ms;
     self->batch = c->sink_batch;
     self->partitions = c->sink_partitions;
     self->wait_ms = c->sink_wait_ms;

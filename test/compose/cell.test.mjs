@@ -4,7 +4,11 @@
 //  Environment: QN_CELL_URL_1, QN_CELL_URL_2 (the two brokers as published
 //  on the host), QN_CELL_PROXY (queen-proxy), QN_CELL_PROJECT (the compose
 //  project: containers are <project>_<service>_1), QN_CELL_SECRET (the
-//  brokers' TENANT_ASSERTION_SECRET, as compose.yaml sets it).
+//  brokers' TENANT_ASSERTION_SECRET, as compose.yaml sets it), QN_CELL_SINK
+//  (queen-sink's /health and /metrics as published), QN_CELL_S3 (the bucket
+//  service, with the key pair MINIO_ROOT_USER / MINIO_ROOT_PASSWORD), and
+//  the compose environment of run.sh (DOCKER_HOST, COMPOSE_PROJECT_NAME,
+//  the ports and secrets), with which the test starts queen-sink itself.
 //
 //  Clients go through the proxy with a tenant key made by `queen-proxy
 //  create-tenant`; the test reaches a broker directly only as the proxy
@@ -13,7 +17,13 @@
 import { test, before } from 'node:test';
 import assert from 'node:assert/strict';
 import crypto from 'node:crypto';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { execFileSync } from 'node:child_process';
+import { S3Client, ListObjectsV2Command, GetObjectCommand } from '@aws-sdk/client-s3';
+import { DuckDBInstance } from '@duckdb/node-api';
 import {
     configureQueue, pushItems, pop, ackBatch, request, waitFor, sleep,
 } from '../integration/lib.mjs';
@@ -23,7 +33,10 @@ const BROKER2 = process.env.QN_CELL_URL_2;
 const PROXY = process.env.QN_CELL_PROXY;
 const PROJECT = process.env.QN_CELL_PROJECT;
 const SECRET = process.env.QN_CELL_SECRET;
-assert.ok(BROKER1 && BROKER2 && PROXY && PROJECT && SECRET, 'run by test/compose/run.sh');
+const SINK = process.env.QN_CELL_SINK;
+const S3 = process.env.QN_CELL_S3;
+assert.ok(BROKER1 && BROKER2 && PROXY && PROJECT && SECRET && SINK && S3, 'run by test/compose/run.sh');
+const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
 const TENANT = 'cell';
 let KEY = '';
 
@@ -200,4 +213,145 @@ test('PostgreSQL stopped for 10 s: pushes are spooled, then replayed, nothing lo
     podman('start', container('postgres'));
     await waitFor(async () => await healthy(BROKER1) && await healthy(BROKER2), 120000, 500);
     exactlyOnce(await consume(via.broker2, 'cell-outage', 'g', 500), 0, 500);
+});
+
+//  ---------------------------------------------------------------- the sink
+//  queen-sink of compose.yaml, started as docs/deploy.md says (the tenant's
+//  key in QUEEN_SINK_KEY), reads the tenant's queue "events" through the
+//  proxy and writes Parquet into the bucket "lake" of the S3 service under
+//  the prefix "queen"; windows of 10 s here (SINK_WINDOW, set like the key
+//  through the environment compose.yaml reads).
+
+function compose (env, ...args) {
+    return execFileSync('docker-compose', ['-f', 'compose.yaml', '-f', 'compose.test.yaml', ...args],
+        { cwd: ROOT, encoding: 'utf8', env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+}
+
+const s3 = new S3Client({
+    endpoint: S3, region: 'us-east-1', forcePathStyle: true,
+    credentials: { accessKeyId: process.env.MINIO_ROOT_USER, secretAccessKey: process.env.MINIO_ROOT_PASSWORD },
+});
+
+//  Every object under queen/: [{ key, etag, size, modified }].
+async function listLake () {
+    const out = [];
+    let token;
+    do {
+        const r = await s3.send(new ListObjectsV2Command({ Bucket: 'lake', Prefix: 'queen/', ContinuationToken: token }));
+        for (const o of r.Contents || [])
+            out.push({ key: o.Key, etag: o.ETag, size: o.Size, modified: new Date(o.LastModified).toISOString() });
+        token = r.IsTruncated ? r.NextContinuationToken : undefined;
+    } while (token);
+    return out.sort((a, b) => a.key.localeCompare(b.key));
+}
+
+//  Downloads the objects into a fresh directory (keys kept as paths).
+async function downloadLake (objects) {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'cell-lake-'));
+    for (const o of objects) {
+        const r = await s3.send(new GetObjectCommand({ Bucket: 'lake', Key: o.key }));
+        const file = path.join(dir, o.key);
+        fs.mkdirSync(path.dirname(file), { recursive: true });
+        fs.writeFileSync(file, Buffer.from(await r.Body.transformToByteArray()));
+    }
+    return dir;
+}
+
+async function sinkMetrics () {
+    const r = await fetch(`${SINK}/metrics`).catch(() => null);
+    return r && r.status === 200 ? r.text() : '';
+}
+
+async function killSink () {
+    const pid = Number(podman('inspect', container('queen-sink'), '--format', '{{.State.Pid}}'));
+    assert.ok(pid > 1, `queen-sink runs as pid ${pid}`);
+    const started = podman('inspect', container('queen-sink'), '--format', '{{.State.StartedAt}}');
+    process.kill(pid, 'SIGKILL');
+    //  restart: unless-stopped brings it back (a crash, not a stop).
+    await waitFor(async () => podman('inspect', container('queen-sink'), '--format', '{{.State.StartedAt}}') !== started
+        && (await fetch(`${SINK}/health`).catch(() => null))?.status === 200, 90000, 500);
+}
+
+test('queen-sink writes the queue into the S3 service exactly once per window, across SIGKILLs of the sink', async () => {
+    const N = 4000;
+    //  A short lease: what the kill leaves popped but not staged comes back soon.
+    await configureVia(via.proxy, 'events', { leaseTime: 10 });
+    compose({ QUEEN_SINK_KEY: KEY, SINK_WINDOW: '10s', SINK_LATENESS_MS: '1000' },
+        'up', '-d', '--no-build', '--no-deps', 'queen-sink');
+    await waitFor(async () => (await fetch(`${SINK}/health`).catch(() => null))?.status === 200, 60000, 500);
+    assert.deepEqual(await listLake(), [], 'the bucket starts empty');
+
+    //  Half the messages, a kill as soon as the sink has staged some of them
+    //  (their windows not yet written: 10 s windows + 1 s lateness), the
+    //  other half while it restarts.
+    const payload = (i) => ({ i, text: `event ${i}`, amount: i * 0.5 });
+    const push = async (from, n) => {
+        for (let k = from; k < from + n; k += 500) {
+            const batch = Array.from({ length: Math.min(500, from + n - k) }, (_, j) => ({
+                queue: 'events', partition: `p${(k + j) % 40}`, transactionId: `e-${k + j}`, payload: payload(k + j),
+            }));
+            await pushItems(PROXY, batch, { headers: via.proxy().headers, queued: true });
+        }
+    };
+    await push(0, N / 2);
+    await waitFor(async () => Number(/queen_sink_messages_staged (\d+)/.exec(await sinkMetrics())?.[1] || 0) >= 500,
+        60000, 100);
+    const beforeKill = await listLake();
+    await killSink();
+    await push(N / 2, N / 2);
+
+    //  Until every message is in the bucket (then no staged window is left).
+    let objects = [];
+    let dir = '';
+    const duck = await (await DuckDBInstance.create(':memory:')).connect();
+    const query = async (sql) => (await duck.runAndReadAll(sql)).getRowObjectsJson();
+    await waitFor(async () => {
+        objects = await listLake();
+        if (!objects.length)
+            return false;
+        if (dir)
+            fs.rmSync(dir, { recursive: true, force: true });
+        dir = await downloadLake(objects);
+        const [r] = await query(`SELECT count(*) AS c FROM read_parquet('${dir}/**/*.parquet', hive_partitioning = true)`);
+        return Number(r.c) >= N && /queen_sink_staged_windows\{queue="events"\} 0/.test(await sinkMetrics());
+    }, 180000, 2000);
+
+    //  Every message exactly once, with its content; every key in the Hive
+    //  layout; each window's parts numbered from 00000 without a gap.
+    const src = `read_parquet('${dir}/**/*.parquet', hive_partitioning = true, filename = true)`;
+    const [r] = await query(`SELECT count(*) AS c, count(DISTINCT message_id) AS ids,
+            count(DISTINCT transaction_id) AS txs, count(DISTINCT (payload->>'i')::INT) AS dist,
+            min((payload->>'i')::INT) AS lo, max((payload->>'i')::INT) AS hi,
+            count(*) FILTER (WHERE transaction_id <> ('e-' || (payload->>'i'))
+                OR (payload->>'text') <> ('event ' || (payload->>'i'))
+                OR (payload->>'amount')::DOUBLE <> (payload->>'i')::INT * 0.5
+                OR "partition" <> ('p' || ((payload->>'i')::INT % 40))) AS wrong,
+            count(DISTINCT queue) AS queues, min(queue) AS queue FROM ${src}`);
+    assert.deepEqual([r.c, r.ids, r.txs, r.dist, r.lo, r.hi, r.wrong, r.queues, r.queue].map(String),
+        [N, N, N, N, 0, N - 1, 0, 1, 'events'].map(String));
+    const windows = new Map();
+    for (const o of objects) {
+        const m = /^queen\/queue=events\/dt=(\d{4}-\d\d-\d\d)\/hour=(\d\d)\/part-(\d{8}T\d{6}Z)-(\d{5})\.parquet$/.exec(o.key);
+        assert.ok(m, `key in the Hive layout: ${o.key}`);
+        assert.equal(`${m[1].replaceAll('-', '')}T${m[2]}`, m[3].slice(0, 11), `dt/hour of the window: ${o.key}`);
+        windows.set(m[3], [...(windows.get(m[3]) || []), Number(m[4])]);
+    }
+    for (const [label, parts] of windows)
+        assert.deepEqual(parts, parts.map((_, k) => k), `window ${label}: parts without a gap`);
+    //  Each row sits in the object of its window or, late (a message whose
+    //  lease the kill left held, back after its window was committed), of a
+    //  later one: never of an earlier one.
+    const [early] = await query(`SELECT count(*) AS c FROM ${src}
+        WHERE strftime(make_timestamp((epoch_us(created_at) // 10000000) * 10000000), '%Y%m%dT%H%M%SZ')
+              > regexp_extract(filename, 'part-([0-9TZ]+)-', 1)`);
+    assert.equal(Number(early.c), 0, 'no row in an earlier window than its own');
+    //  An object written before the kill was rewritten with the same bytes.
+    for (const o of beforeKill)
+        assert.equal(objects.find((x) => x.key === o.key)?.etag, o.etag, `${o.key} unchanged`);
+
+    //  A kill after everything is written: nothing is written again.
+    await killSink();
+    await sleep(13000);
+    assert.deepEqual(await listLake(), objects, 'no object added or rewritten after a restart');
+    fs.rmSync(dir, { recursive: true, force: true });
 });

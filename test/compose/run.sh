@@ -25,6 +25,10 @@ LIMIT="${QN_COMPOSE_TIMEOUT:-1500}"
 WORK=$(mktemp -d /tmp/queen-compose.XXXXXX)
 PROJECT="queenct$$"
 export COMPOSE_PROJECT_NAME="$PROJECT"
+#  The image of this run under a tag of its own (compose.yaml names
+#  ${QUEEN_IMAGE:-queen:local}), so two runs of different trees on one
+#  machine never start each other's binaries; removed at the end.
+export QUEEN_IMAGE="localhost/queen:$PROJECT"
 export CONTAINERS_CONF="$WORK/containers.conf"
 nofile=$(ulimit -Hn)
 [ "$nofile" = unlimited ] && nofile=65536
@@ -71,6 +75,7 @@ cleanup () {
             fi
         fi
     fi
+    podman rmi "$QUEEN_IMAGE" >/dev/null 2>&1 || true
     [ -n "$TICKER" ] && kill "$TICKER" 2>/dev/null || true
     [ -n "$SERVICE" ] && kill "$SERVICE" 2>/dev/null || true
     [ -n "$WATCHDOG" ] && kill "$WATCHDOG" 2>/dev/null || true
@@ -98,12 +103,17 @@ sh test/compose/base-image.sh
 echo "compose: building queen:local and the stand-ins"
 t0=$(date +%s)
 # shellcheck disable=SC2086
-podman build --format docker $ULIMITS -t queen:local . >"$WORK/build.log" 2>&1 \
+podman build --format docker $ULIMITS -t "$QUEEN_IMAGE" . >"$WORK/build.log" 2>&1 \
     || { tail -n 30 "$WORK/build.log" >&2; exit 1; }
 # shellcheck disable=SC2086
 podman build --format docker $ULIMITS -t queen-test-postgres:15 test/compose/postgres \
     >"$WORK/build-pg.log" 2>&1 || { tail -n 30 "$WORK/build-pg.log" >&2; exit 1; }
-echo "compose: images built in $(( $(date +%s) - t0 )) s; queen:local is $(podman image inspect queen:local --format '{{.Size}}') bytes"
+# shellcheck disable=SC2086
+node test/compose/s3/stage.mjs "$WORK/s3" >/dev/null
+# shellcheck disable=SC2086
+podman build --format docker $ULIMITS -t queen-test-s3:1 "$WORK/s3" \
+    >"$WORK/build-s3.log" 2>&1 || { tail -n 30 "$WORK/build-s3.log" >&2; exit 1; }
+echo "compose: images built in $(( $(date +%s) - t0 )) s; the queen image is $(podman image inspect "$QUEEN_IMAGE" --format '{{.Size}}') bytes"
 
 podman system service --time=0 "unix://$WORK/podman.sock" >"$WORK/service.log" 2>&1 &
 SERVICE=$!
@@ -128,26 +138,43 @@ TICKER=$!
 QUEEN_1_PORT=$(sh scripts/pg.sh freeport)
 QUEEN_2_PORT=$(sh scripts/pg.sh freeport)
 while [ "$QUEEN_2_PORT" = "$QUEEN_1_PORT" ]; do QUEEN_2_PORT=$(sh scripts/pg.sh freeport); done
-QUEEN_PROXY_PORT=$(sh scripts/pg.sh freeport)
-while [ "$QUEEN_PROXY_PORT" = "$QUEEN_1_PORT" ] || [ "$QUEEN_PROXY_PORT" = "$QUEEN_2_PORT" ]; do
-    QUEEN_PROXY_PORT=$(sh scripts/pg.sh freeport)
-done
+USED=""
+freeport () {
+    while :; do
+        p=$(sh scripts/pg.sh freeport)
+        case " $USED " in *" $p "*) continue ;; esac
+        USED="$USED $p"; echo "$p"; return
+    done
+}
+QUEEN_1_PORT=$(freeport); USED="$QUEEN_1_PORT"
+QUEEN_2_PORT=$(freeport); USED="$USED $QUEEN_2_PORT"
+QUEEN_PROXY_PORT=$(freeport); USED="$USED $QUEEN_PROXY_PORT"
+SINK_PORT=$(freeport); USED="$USED $SINK_PORT"
+MINIO_PORT=$(freeport); USED="$USED $MINIO_PORT"
+MINIO_CONSOLE_PORT=$(freeport)
 #  Secrets of this run, never the file's local-use defaults.
 TENANT_ASSERTION_SECRET=$(head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \n')
 MESH_SECRET=$(head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \n')
-export QUEEN_1_PORT QUEEN_2_PORT QUEEN_PROXY_PORT TENANT_ASSERTION_SECRET MESH_SECRET
-echo "compose: up (project $PROJECT; brokers on :$QUEEN_1_PORT and :$QUEEN_2_PORT, proxy on :$QUEEN_PROXY_PORT)"
+MINIO_ROOT_USER="lake$(head -c 6 /dev/urandom | od -An -tx1 | tr -d ' \n')"
+MINIO_ROOT_PASSWORD=$(head -c 20 /dev/urandom | od -An -tx1 | tr -d ' \n')
+export QUEEN_1_PORT QUEEN_2_PORT QUEEN_PROXY_PORT SINK_PORT MINIO_PORT MINIO_CONSOLE_PORT \
+       TENANT_ASSERTION_SECRET MESH_SECRET MINIO_ROOT_USER MINIO_ROOT_PASSWORD
+echo "compose: up (project $PROJECT; brokers on :$QUEEN_1_PORT and :$QUEEN_2_PORT, proxy on :$QUEEN_PROXY_PORT, bucket on :$MINIO_PORT)"
 t0=$(date +%s)
-#  The services the test brings up: the sink and its bucket (MinIO, which
-#  cannot be pulled here) are not part of this run yet (docs/deploy.md).
-SERVICES="postgres queen-1 queen-2 proxy"
+#  Everything but the sink, which needs a tenant key: the test makes one
+#  and starts it as docs/deploy.md says (QUEEN_SINK_KEY=... up queen-sink).
+SERVICES="postgres queen-1 queen-2 proxy minio minio-init"
 # shellcheck disable=SC2086
 compose up -d --no-build $SERVICES >"$WORK/up.log" 2>&1 || { cat "$WORK/up.log" >&2; exit 1; }
 n=0
 while :; do
+    #  Every running container healthy, every other one a one-shot
+    #  (minio-init) that exited 0.
     total=$(podman ps -a --filter "label=com.docker.compose.project=$PROJECT" -q | wc -l)
+    running=$(podman ps --filter "label=com.docker.compose.project=$PROJECT" -q | wc -l)
     healthy=$(podman ps --filter "label=com.docker.compose.project=$PROJECT" --filter health=healthy -q | wc -l)
-    [ "$total" -gt 0 ] && [ "$healthy" = "$total" ] && break
+    done0=$(podman ps -a --filter "label=com.docker.compose.project=$PROJECT" --filter status=exited --filter exited=0 -q | wc -l)
+    [ "$total" -gt 0 ] && [ "$healthy" = "$running" ] && [ $((running + done0)) = "$total" ] && break
     n=$((n + 1))
     if [ $n -ge 120 ]; then
         echo "compose: not healthy after 240 s ($healthy of $total)" >&2
@@ -161,7 +188,8 @@ echo "compose: $total containers healthy in $(( $(date +%s) - t0 )) s"
 
 QN_CELL_PROJECT="$PROJECT" QN_CELL_URL_1="http://127.0.0.1:$QUEEN_1_PORT" \
 QN_CELL_URL_2="http://127.0.0.1:$QUEEN_2_PORT" QN_CELL_PROXY="http://127.0.0.1:$QUEEN_PROXY_PORT" \
-QN_CELL_SECRET="$TENANT_ASSERTION_SECRET" \
+QN_CELL_SECRET="$TENANT_ASSERTION_SECRET" QN_CELL_SINK="http://127.0.0.1:$SINK_PORT" \
+QN_CELL_S3="http://127.0.0.1:$MINIO_PORT" \
     node --test --test-concurrency=1 --test-reporter=spec --test-timeout=900000 \
          test/compose/cell.test.mjs
 echo "compose: all passed"

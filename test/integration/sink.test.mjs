@@ -144,6 +144,125 @@ test('bad configuration and bad credentials: a clear error at start', async () =
     assert.doesNotMatch(help.out, /\n {2}PG_HOST /);
 });
 
+test('SINK_CONFIG: per-queue format, compression, window, prefix and fields; a bad file is refused at start', async () => {
+    const dir0 = fs.mkdtempSync(path.join(process.env.QN_TMP || '/tmp', 'sinkconf-'));
+    const file = (name, text) => {
+        fs.writeFileSync(path.join(dir0, name), text);
+        return path.join(dir0, name);
+    };
+    //  Refusals, with the file's line.
+    let r = await startSink({ SINK_QUEUES: '', SINK_CONFIG: path.join(dir0, 'missing.conf') }, { expectExit: true });
+    assert.equal(r.code, 2, r.output);
+    assert.match(r.output, /bad configuration: SINK_CONFIG \S*missing\.conf: No such file or directory/);
+    r = await startSink({ SINK_QUEUES: '', SINK_CONFIG: file('typo.conf', '[a]\nwindw = 1h\n') }, { expectExit: true });
+    assert.equal(r.code, 2, r.output);
+    assert.match(r.output, /bad configuration: SINK_CONFIG \S*typo\.conf: line 2: unknown key 'windw'/);
+    r = await startSink({ SINK_QUEUES: 'a', SINK_CONFIG: file('bad.conf', '[a]\nformat = jsonl\ncompression = zstd\n') },
+        { expectExit: true });
+    assert.equal(r.code, 2, r.output);
+    assert.match(r.output, /SINK_CONFIG \S*bad\.conf: line 1: \[a\]: SINK_COMPRESSION: jsonl takes none or gzip, got 'zstd'/);
+    r = await startSink({ SINK_QUEUES: '', SINK_CONFIG: file('empty.conf', '# nothing\n') }, { expectExit: true });
+    assert.equal(r.code, 2, r.output);
+    assert.match(r.output, /SINK_QUEUES: name at least one queue/);
+
+    //  Three queues: one from SINK_QUEUES with the environment's settings,
+    //  two from the file with settings of their own.
+    const conf = file('sink.conf', [
+        '# per-queue settings',
+        '[cfg-parquet]',
+        'compression = snappy',
+        'window = 1s',
+        'prefix = /cfg/typed/',
+        'fields = n:int64,tag:string',
+        '',
+        '[cfg-jsonl]',
+        'format = jsonl',
+        'compression = none',
+        'prefix = cfg/raw',
+        '',
+    ].join('\n'));
+    const sink = await startSink({ SINK_QUEUES: 'cfg-env', SINK_CONFIG: conf, S3_PREFIX: 'cfg/env' });
+    for (const q of ['cfg-env', 'cfg-parquet', 'cfg-jsonl'])
+        await push(q, 300, 7);
+    await waitFor(async () => {
+        const m = await (await fetch(`${sink.url}/metrics`)).text();
+        const staged = /queen_sink_messages_staged (\d+)/.exec(m);
+        return staged && Number(staged[1]) === 900 && ['cfg-env', 'cfg-parquet', 'cfg-jsonl']
+            .every((q) => new RegExp(`queen_sink_staged_windows\\{queue="${q}"\\} 0`).test(m)
+                && new RegExp(`queen_sink_committed_window_ms\\{queue="${q}"\\} [1-9]`).test(m));
+    }, 60000, 200);
+    assert.equal(await stopSink(sink), 0, sink.logs());
+    const keys = await s3.listKeys('cfg/');
+    const of = (re) => keys.filter((k) => re.test(k));
+    assert.equal(keys.length, of(/^cfg\/env\/queue=cfg-env\/.*\.parquet$/).length
+        + of(/^cfg\/typed\/queue=cfg-parquet\/.*\.parquet$/).length + of(/^cfg\/raw\/queue=cfg-jsonl\/.*\.jsonl$/).length,
+    keys.join('\n'));
+    for (const re of [/^cfg\/env\/queue=cfg-env\//, /^cfg\/typed\/queue=cfg-parquet\//, /^cfg\/raw\/queue=cfg-jsonl\//])
+        assert.ok(of(re).length > 0, `objects for ${re}`);
+    const dir = await download('cfg/');
+    await checkExactlyOnce(`${dir}/cfg/env`, 'cfg-env', 300);
+    await checkExactlyOnce(`${dir}/cfg/typed`, 'cfg-parquet', 300);
+    await checkExactlyOnce(`${dir}/cfg/raw`, 'cfg-jsonl', 300, 'jsonl');
+    //  The file's window (1 s) and the environment's (2 s): each object
+    //  holds one window of its queue's width.
+    const [w1] = await rows(`SELECT max(d) AS d FROM (SELECT max(epoch_ms(created_at)) // 1000 - min(epoch_ms(created_at)) // 1000 AS d
+            FROM read_parquet('${dir}/cfg/typed/**/*.parquet', filename = true) GROUP BY filename)`);
+    assert.equal(Number(w1.d), 0);
+    const [w2] = await rows(`SELECT max(d) AS d FROM (SELECT max(epoch_ms(created_at)) // 2000 - min(epoch_ms(created_at)) // 2000 AS d
+            FROM read_parquet('${dir}/cfg/env/**/*.parquet', filename = true) GROUP BY filename)`);
+    assert.equal(Number(w2.d), 0);
+    //  Codecs and columns: snappy with the typed fields for cfg-parquet,
+    //  zstd (the default) without them for cfg-env.
+    const codecs = await rows(`SELECT DISTINCT split_part(file_name, '/cfg/', 2) LIKE 'typed/%' AS typed, compression
+            FROM parquet_metadata('${dir}/cfg/**/*.parquet') ORDER BY 1`);
+    assert.deepEqual(codecs.map((c) => [c.typed, c.compression]), [[false, 'ZSTD'], [true, 'SNAPPY']]);
+    const [t] = await rows(`SELECT sum(n) AS s, count(*) FILTER (WHERE tag = 'k1') AS k1
+            FROM read_parquet('${dir}/cfg/typed/**/*.parquet')`);
+    assert.deepEqual([Number(t.s), Number(t.k1)], [300 * 299 / 2, 100]);
+    const cols = await rows(`SELECT name FROM parquet_schema('${dir}/cfg/env/**/*.parquet') WHERE name IN ('n', 'tag')`);
+    assert.deepEqual(cols, []);
+});
+
+test('a window far larger than SINK_PART_BYTES is written in bounded memory (spill file), every message once', async (t) => {
+    const queue = 'big';
+    const N = 4000;
+    //  ~2 KiB payloads pushed in one burst: one or two 10 s windows of
+    //  8 MiB of raw bytes, parts of at most 64 KiB.
+    for (let i = 0; i < N; i += 250) {
+        const items = [];
+        for (let j = i; j < i + 250; j++)
+            items.push({ queue, partition: `p${j % 13}`, transactionId: `t-${j}`,
+                         payload: { n: j, pad: `${j}`.padEnd(2000, '.') } });
+        await pushItems(broker.url, items);
+    }
+    const sink = await startSink({ SINK_QUEUES: queue, S3_PREFIX: 'big', SINK_WINDOW: '10s',
+                                   SINK_PART_BYTES: '65536', SINK_COMPRESSION: 'snappy' });
+    let metrics = '';
+    await waitFor(async () => {
+        metrics = await (await fetch(`${sink.url}/metrics`)).text();
+        const staged = /queen_sink_messages_staged (\d+)/.exec(metrics);
+        return staged && Number(staged[1]) === N && /queen_sink_staged_windows\{queue="big"\} 0/.test(metrics)
+            && /queen_sink_committed_window_ms\{queue="big"\} [1-9]/.test(metrics);
+    }, 90000, 250);
+    assert.equal(await stopSink(sink), 0, sink.logs());
+    const dir = await download('big/');
+    await checkExactlyOnce(dir, queue, N);
+    const perWindow = await rows(`SELECT regexp_extract(filename, 'part-([0-9TZ]+)-', 1) AS w, count(DISTINCT filename) AS parts,
+            sum(length(message_id) + length(transaction_id) + length("partition") + coalesce(length(trace_id), 0)
+                + octet_length(payload::VARCHAR::BLOB) + 32) AS raw
+            FROM read_parquet('${dir}/**/*.parquet', filename = true) GROUP BY 1 ORDER BY raw DESC`);
+    const biggest = Number(perWindow[0].raw);
+    assert.ok(biggest > 4 * 1024 * 1024, `the biggest window holds ${biggest} raw bytes`);
+    //  Each part holds at most 64 KiB of raw bytes: many parts per window.
+    assert.ok(Number(perWindow[0].parts) >= Math.floor(biggest / 65536), JSON.stringify(perWindow));
+    const peak = Number(/queen_sink_window_memory_peak_bytes (\d+)/.exec(metrics)?.[1]);
+    //  The index (~150 bytes a message), one staged kv value (< 1 MiB) and
+    //  one part with its file; never the window.
+    assert.ok(peak > 0 && peak < 3 * 1024 * 1024, `memory peak ${peak} for a window of ${biggest} raw bytes`);
+    assert.ok(peak < biggest / 2, `memory peak ${peak} for a window of ${biggest} raw bytes`);
+    t.diagnostic(`memory peak ${peak} bytes; biggest window ${biggest} raw bytes in ${perWindow[0].parts} parts`);
+});
+
 test('messages over many partitions land once per window; DuckDB finds each exactly once', async () => {
     const queue = 'orders';
     const badBefore = s3.stats.badSignatures;

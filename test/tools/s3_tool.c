@@ -5,7 +5,8 @@
     S3_RETRIES (default 0), S3_BACKOFF_MS.
     Usage: s3-tool check | put KEY FILE | get KEY FILE | head KEY |
            delete KEY | list PREFIX | mpu KEY FILE PART_BYTES | mpu-abort KEY |
-           put-many PREFIX N FILE
+           put-many PREFIX N FILE | mpu-start KEY (prints upload=ID) |
+           mpu-part KEY ID (sends part 2) | mpu-abort-id KEY ID
     Prints one line of results on stdout ("status=200 etag=... length=...
     attempts=N"); exits 0 on success, 1 when S3 said no (the error on
     stderr), 2 on bad usage.
@@ -168,6 +169,25 @@ main (int argc, char **argv)
         else
             fprintf (stderr, "s3-tool: %s\n", res.error);
     }
+    else
+    if (strcmp (cmd, "mpu-start") == 0 && argc == 3) {
+        //  An upload left open: created, part 1 sent; prints its id.
+        char id [512];
+        rc = 1;
+        if (qn_s3_multipart_create (s3, argv [2], NULL, id, sizeof id, &res) == 0
+        &&  qn_s3_multipart_part (s3, argv [2], id, 1, "abc", 3, &res) == 0) {
+            printf ("upload=%s\n", id);
+            rc = 0;
+        }
+        else
+            fprintf (stderr, "s3-tool: %s\n", res.error);
+    }
+    else
+    if (strcmp (cmd, "mpu-abort-id") == 0 && argc == 4)
+        rc = s_report (qn_s3_multipart_abort (s3, argv [2], argv [3], &res), &res);
+    else
+    if (strcmp (cmd, "mpu-part") == 0 && argc == 4)
+        rc = s_report (qn_s3_multipart_part (s3, argv [2], argv [3], 2, "def", 3, &res), &res);
     else
     if (strcmp (cmd, "mpu-abort") == 0 && argc == 3) {
         char id [512];
