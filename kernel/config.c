@@ -337,7 +337,8 @@ qn_config_help_proxy (FILE *out)
                   "                                         read-only, producer, consumer)\n"
                   "       queen-proxy revoke-key TENANT ID\n"
                   "       queen-proxy set-limits TENANT REQ_PER_S MSG_PER_S MAX_BODY_BYTES MAX_BATCH\n"
-                  "                                         plan limits (- for unlimited)\n\n"
+                  "                                         plan limits (- for unlimited)\n"
+                  "       queen-proxy create-operator-key [LABEL]   print a key for /proxy/v1/admin/...\n\n"
                   "queen-proxy is configured with environment variables:\n\n");
     for (int i = 0; names [i]; i++)
         for (const s_setting_t *s = s_settings; s->name; s++)

@@ -53,6 +53,7 @@
 #include <strings.h>
 #include <sys/socket.h>
 #include <math.h>
+#include <sodium.h>
 #include <unistd.h>
 
 #define S_MAX_UPSTREAMS     16
@@ -118,6 +119,8 @@ struct s_req {
     char key_id [QN_KEY_ID_LEN + 1];
     int attempts;
     bool is_pop;                //  Counted as messages out on a 200
+    bool poll_counted;          //  Holds one of the tenant's long-poll slots
+    bool operator_;             //  An operator key (no tenant)
     s_uconn_t *uc;
 };
 
@@ -132,6 +135,8 @@ typedef struct {
     qn_bucket_t messages;
     int64_t max_body_bytes;     //  0: unlimited
     int64_t max_batch;
+    int64_t max_long_polls;     //  0: unlimited
+    int64_t polls;              //  Pops in flight at the brokers now
     s_usage_t usage;            //  Since the last flush
 } s_tenant_t;
 
@@ -279,9 +284,13 @@ s_respond_error (self_t *self, uint64_t conn_id, uint32_t seq, bool keep_alive, 
     qn_buf_free (&b);
 }
 
+static s_tenant_t *s_tenant (self_t *self, const char *name);
+
 static void
 s_req_free (self_t *self, s_req_t *req)
 {
+    if (req->poll_counted)
+        s_tenant (self, req->tenant)->polls--;
     qn_hashmap_remove (self->reqs, req->id);
     free (req->target);
     free (req->content_type);
@@ -851,6 +860,7 @@ s_on_keys (self_t *self, PGresult *res, void *arg)
         qn_bucket_set (&t->messages, mps, mps);
         t->max_body_bytes = PQgetisnull (res, r, 6) ? 0 : atoll (PQgetvalue (res, r, 6));
         t->max_batch = PQgetisnull (res, r, 7) ? 0 : atoll (PQgetvalue (res, r, 7));
+        t->max_long_polls = PQgetisnull (res, r, 8) ? 0 : atoll (PQgetvalue (res, r, 8));
     }
     if (!self->keys_loaded)
         qn_info ("key table loaded: keys=%d", PQntuples (res));
@@ -865,7 +875,7 @@ s_keys_refresh (self_t *self)
 {
     self->keys_asked_ms = qn_now_ms ();
     s_query (self, "SELECT id, tenant, role, hash, requests_per_s, messages_per_s, max_body_bytes,"
-                   " max_batch FROM queen_proxy.keys_active()", NULL, 0, s_on_keys, NULL);
+                   " max_batch, max_long_polls FROM queen_proxy.keys_active2()", NULL, 0, s_on_keys, NULL);
 }
 
 // ------------------------------------------------------------------ usage metering
@@ -995,6 +1005,10 @@ typedef struct {
     uint64_t req_id;
     qn_key_new_t key;
     qn_role_t role;
+    int ok_status;              //  Admin routes: the status of a success
+    bool with_key;              //  Admin routes: add the new key to the answer
+    bool refresh;               //  Admin routes: reload the key table after
+    bool revoke;                //  Admin routes: drop key.id from the table
 } s_keyop_t;
 
 static void
@@ -1199,6 +1213,170 @@ s_local (self_t *self, s_req_t *req, const qn_pr_route_t *route, const qn_url_t 
     qn_buf_free (&label);
 }
 
+// ------------------------------------------------------------------ administration (operator keys)
+//  The admin functions of schema/proxy/0002_plans_admin.sql validate and
+//  answer in JSON; SQLSTATE QN4xx carries the HTTP status of a refusal.
+static void
+s_on_admin (self_t *self, PGresult *res, void *arg)
+{
+    s_keyop_t *op = arg;
+    s_req_t *req = qn_hashmap_get (self->reqs, op->req_id);
+    const char *state = res ? PQresultErrorField (res, PG_DIAG_SQLSTATE) : NULL;
+    if (!req)
+        ;
+    else
+    if (!s_res_ok (res)) {
+        const char *msg = PQresultErrorField (res, PG_DIAG_MESSAGE_PRIMARY);
+        if (state && state [0] == 'Q' && state [1] == 'N' && state [2] == '4' && msg)
+            s_req_error (self, req, 400 + (state [3] - '0') * 10 + (state [4] - '0'), msg);
+        else
+        if (state && !strncmp (state, "22", 2))
+            s_req_error (self, req, 400, "Request body must be a JSON object");
+        else {
+            if (res)
+                qn_warn ("admin route failed: sqlstate=%s", state ? state : "");
+            s_req_error (self, req, 503, "Proxy store unavailable");
+        }
+    }
+    else {
+        const char *json = PQntuples (res) == 1 ? PQgetvalue (res, 0, 0) : "{}";
+        qn_buf_t b = QN_BUF_INIT;
+        if (op->with_key && json [0] == '{' && json [1] != '}') {
+            //  The key, shown once: its secret is in no table.
+            qn_buf_printf (&b, "{\"key\": \"%s\", ", op->key.key);
+            qn_buf_puts (&b, json + 1);
+        }
+        else
+            qn_buf_puts (&b, json);
+        if (op->revoke) {
+            s_key_t *k = qn_hashmap_remove (self->keys, s_key_hash (op->key.id));
+            if (k)
+                s_key_free_each (NULL, 0, k);
+        }
+        s_respond_json (self, req->conn_id, req->seq, req->keep_alive, op->ok_status, b.data, b.len, NULL);
+        if (b.data)
+            sodium_memzero (b.data, b.len);
+        qn_buf_free (&b);
+        s_req_free (self, req);
+        if (op->refresh)
+            s_keys_refresh (self);
+    }
+    memset (&op->key, 0, sizeof op->key);
+    free (op);
+}
+
+static bool
+s_json_object (const char *body, size_t len)
+{
+    qn_json_doc_t doc;
+    qn_json_doc_init (&doc);
+    bool ok = len && qn_json_parse (&doc, body, len, 16) == 0 && qn_json_type (&doc, 0) == QN_JSON_OBJECT;
+    qn_json_doc_free (&doc);
+    return ok;
+}
+
+static void
+s_admin (self_t *self, s_req_t *req, const qn_pr_route_t *route, const qn_url_t *url)
+{
+    const char *pat = route->pattern, *m = req->method;
+    char name [128] = "", id [64] = "";
+    if (url->seg_count > 4)
+        snprintf (name, sizeof name, "%s", url->segments [4]);
+    if (url->seg_count > 6)
+        snprintf (id, sizeof id, "%s", url->segments [6]);
+    bool get = !strcmp (m, "GET"), post = !strcmp (m, "POST"), del = !strcmp (m, "DELETE");
+    if (!get && !del && !s_json_object (req->body, req->body_len)) {
+        s_req_error (self, req, 400, "Request body must be a JSON object");
+        return;
+    }
+    s_keyop_t *op = qn_zalloc (sizeof *op);
+    op->req_id = req->id;
+    op->ok_status = post ? 201 : 200;
+    op->refresh = !get;
+    const char *p [5] = { NULL };
+    const char *sql = NULL;
+    int n = 0;
+    if (!strcmp (pat, "/proxy/v1/admin/plans")) {
+        sql = get ? "SELECT queen_proxy.admin_plans ()" : "SELECT queen_proxy.admin_plan_put (NULL, $1, true)";
+        p [0] = req->body, n = get ? 0 : 1;
+    }
+    else
+    if (!strcmp (pat, "/proxy/v1/admin/plans/:plan")) {
+        sql = get ? "SELECT queen_proxy.admin_plan ($1)"
+            : del ? "SELECT queen_proxy.admin_plan_delete ($1)"
+                  : "SELECT queen_proxy.admin_plan_put ($1, $2, false)";
+        p [0] = name, p [1] = req->body, n = get || del ? 1 : 2;
+    }
+    else
+    if (!strcmp (pat, "/proxy/v1/admin/tenants") && get)
+        sql = "SELECT queen_proxy.admin_tenants ()";
+    else
+    if (!strcmp (pat, "/proxy/v1/admin/tenants/:tenant")) {
+        sql = get ? "SELECT queen_proxy.admin_tenant ($1)"
+            : del ? "SELECT queen_proxy.admin_tenant_delete ($1)"
+                  : "SELECT queen_proxy.admin_tenant_update ($1, $2)";
+        p [0] = name, p [1] = req->body, n = get || del ? 1 : 2;
+    }
+    else
+    if (!strcmp (pat, "/proxy/v1/admin/tenants/:tenant/keys") && get) {
+        sql = "SELECT queen_proxy.admin_keys ($1)";
+        p [0] = name, n = 1;
+    }
+    else
+    if (!strcmp (pat, "/proxy/v1/admin/tenants/:tenant/keys/:id")) {
+        sql = "SELECT CASE WHEN queen_proxy.key_revoke ($1, $2) THEN jsonb_build_object ('revoked', true)"
+              " ELSE queen_proxy._raise_not_found ('Key not found') END";
+        snprintf (op->key.id, sizeof op->key.id, "%s", id);
+        op->revoke = true;
+        p [0] = name, p [1] = id, n = 2;
+    }
+    else {
+        //  POST .../tenants (a tenant and its first admin key) or
+        //  POST .../tenants/:tenant/keys {"role", "label"}: the key is made here.
+        bool tenant = !strcmp (pat, "/proxy/v1/admin/tenants");
+        qn_json_doc_t doc;
+        qn_json_doc_init (&doc);
+        qn_buf_t role = QN_BUF_INIT, label = QN_BUF_INIT;
+        const char *bad = NULL;
+        int t;
+        op->role = QN_ROLE_ADMIN;
+        qn_json_parse (&doc, req->body, req->body_len, 16);
+        if (!tenant
+        &&  ((t = qn_json_get (&doc, 0, "role")) < 0 || qn_json_str (&doc, t, &role)
+         ||  (op->role = qn_role_parse (role.data, role.len)) == QN_ROLE_NONE))
+            bad = "role must be one of admin, read-write, read-only, producer, consumer";
+        else
+        if (!tenant && (t = qn_json_get (&doc, 0, "label")) >= 0
+        &&  (qn_json_str (&doc, t, &label) || label.len > 200))
+            bad = "label must be a string of at most 200 bytes";
+        qn_json_doc_free (&doc);
+        int status = bad ? 400 : 0;
+        if (!bad && qn_key_generate (&op->key))
+            status = 500, bad = "Key generation failed";
+        if (bad) {
+            s_req_error (self, req, status, bad);
+            qn_buf_free (&role);
+            qn_buf_free (&label);
+            free (op);
+            return;
+        }
+        op->with_key = true;
+        if (tenant) {
+            const char *tp [3] = { req->body, op->key.id, op->key.hash };
+            s_query (self, "SELECT queen_proxy.admin_tenant_create ($1, $2, $3)", tp, 3, s_on_admin, op);
+        }
+        else {
+            const char *kp [5] = { name, op->key.id, qn_role_name (op->role), op->key.hash,
+                                   label.len ? label.data : "" };
+            s_query (self, "SELECT queen_proxy.admin_key_create ($1, $2, $3, $4, $5)", kp, 5, s_on_admin, op);
+        }
+        qn_buf_free (&role);
+        qn_buf_free (&label);
+        return;
+    }
+    s_query (self, sql, p, n, s_on_admin, op);
+}
+
 // ------------------------------------------------------------------ requests
 //  The key of a request: "Authorization: Bearer qk_..." or "X-API-Key".
 static const s_key_t *
@@ -1291,6 +1469,13 @@ s_on_request (void *self_, const qn_env_t *env)
             snprintf (req->tenant, sizeof req->tenant, "%s", k->tenant);
             snprintf (req->key_id, sizeof req->key_id, "%s", k->id);
             req->role = k->role;
+            req->operator_ = !k->tenant [0];
+            if (req->operator_ && route.kind != QN_PR_OPERATOR && strcmp (route.pattern, "/proxy/v1/whoami"))
+                status = 403, refuse = "Operator keys reach only the proxy's administration";
+            else
+            if (!req->operator_ && route.kind == QN_PR_OPERATOR)
+                status = 403, refuse = "Operator key required";
+            else
             if (route.kind == QN_PR_CLUSTER)
                 status = 403, refuse = "Not available to tenants";
             else
@@ -1324,7 +1509,13 @@ s_on_request (void *self_, const qn_env_t *env)
             refuse = items > t->messages.burst ? "Batch exceeds the plan's message rate"
                                                : "Message rate limit exceeded";
         else
+        if (req->is_pop && t->max_long_polls && t->polls >= t->max_long_polls)
+            status = 429, refuse = "Long-poll limit exceeded", wait_ms = 1000;
+        else {
             t->usage.messages_in += items;
+            if (req->is_pop)
+                t->polls++, req->poll_counted = true;
+        }
         if (refuse)
             t->usage.refused++;
         if (status == 429)
@@ -1351,6 +1542,9 @@ s_on_request (void *self_, const qn_env_t *env)
     }
     if (route.kind == QN_PR_LOCAL)
         s_local (self, req, &route, &url);
+    else
+    if (route.kind == QN_PR_OPERATOR)
+        s_admin (self, req, &route, &url);
     else
         s_forward (self, req);
     qn_url_free (&url);
@@ -1604,7 +1798,7 @@ s_destroy (void **self_p)
         s_query_t *q = self->q_head;
         self->q_head = q->next;
         if (q->cb == s_on_key_created || q->cb == s_on_key_revoked || q->cb == s_on_keys_listed
-        ||  q->cb == s_on_usage || q->cb == s_on_flushed)
+        ||  q->cb == s_on_usage || q->cb == s_on_flushed || q->cb == s_on_admin)
             free (q->arg);
         s_query_free (q);
     }

@@ -5,7 +5,8 @@
     keys, roles; actors/proxy/proxy.c) and its HTTP door "proxy_acceptor"
     (qn_http_acceptor_new). Sub-commands manage tenants and keys directly
     in PostgreSQL for the first admin: create-tenant, create-key,
-    revoke-key. A key is printed once, on stdout, and never logged.
+    revoke-key, set-limits, create-operator-key (a key of no tenant for
+    the admin routes /proxy/v1/admin/...). A key is printed once, on stdout, and never logged.
     Exits 0 after a clean shutdown, 1 when it cannot start (PostgreSQL,
     schema, port), 2 for bad configuration or usage.
 */
@@ -159,10 +160,50 @@ s_create_key (PGconn *conn, const char *tenant, const char *role, const char *la
     return 0;
 }
 
+//  create-operator-key [LABEL]: a key of no tenant for the admin routes.
+static int
+s_operator_key (const qn_config_t *config, const char *label)
+{
+    PGconn *conn = s_connect (config);
+    if (!conn)
+        return 1;
+    char err [512];
+    qn_key_new_t k;
+    int rc = 0;
+    if (s_schema (conn, err, sizeof err) < 0) {
+        fprintf (stderr, "queen-proxy: schema not applied: %s\n", err);
+        rc = 1;
+    }
+    else
+    if (qn_key_generate (&k)) {
+        fprintf (stderr, "queen-proxy: key generation failed\n");
+        rc = 1;
+    }
+    else {
+        const char *p [3] = { k.id, k.hash, label ? label : "operator key" };
+        if (s_exec (conn, "SELECT queen_proxy.operator_key_create ($1, $2, $3)", 3, p, NULL, err, sizeof err)) {
+            fprintf (stderr, "queen-proxy: key not created: %s\n", err);
+            rc = 1;
+        }
+        else
+            printf ("{\"operator\":true,\"role\":\"admin\",\"id\":\"%s\",\"key\":\"%s\"}\n", k.id, k.key);
+        memset (&k, 0, sizeof k);
+    }
+    PQfinish (conn);
+    return rc;
+}
+
 static int
 s_command (const qn_config_t *config, int argc, char **argv)
 {
     const char *cmd = argv [1];
+    if (!strcmp (cmd, "create-operator-key")) {
+        if (argc > 3) {
+            fprintf (stderr, "queen-proxy: create-operator-key [LABEL]\n");
+            return 2;
+        }
+        return s_operator_key (config, argc > 2 ? argv [2] : NULL);
+    }
     int need = !strcmp (cmd, "create-tenant") ? 3 : !strcmp (cmd, "create-key") ? 4
              : !strcmp (cmd, "revoke-key") ? 4 : !strcmp (cmd, "set-limits") ? 7 : 0;
     if (!need || argc < need || argc > need + (strcmp (cmd, "create-key") ? 0 : 1)) {

@@ -110,6 +110,13 @@ BEGIN
 END
 $$;
 
+CREATE FUNCTION queen_proxy._raise_not_found(p_message text) RETURNS jsonb
+LANGUAGE plpgsql AS $$
+BEGIN
+  RAISE EXCEPTION '%', p_message USING ERRCODE = 'QN404';
+END
+$$;
+
 -- ------------------------------------------------------------------ plans
 CREATE FUNCTION queen_proxy._plan_json(p queen_proxy.plans) RETURNS jsonb
 LANGUAGE sql STABLE AS $$
@@ -297,7 +304,8 @@ BEGIN
   END IF;
   INSERT INTO queen_proxy.api_keys (id, tenant, role, hash, label)
   VALUES (p_key_id, v_name, 'admin', p_key_hash, 'first admin key');
-  RETURN queen_proxy.admin_tenant_update(v_name, p_body - 'name');
+  RETURN jsonb_build_object('tenant', queen_proxy.admin_tenant_update(v_name, p_body - 'name'),
+                            'id', p_key_id, 'role', 'admin');
 END
 $$;
 
