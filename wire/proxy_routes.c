@@ -27,6 +27,12 @@ static const s_row_t s_table [] = {
     { "GET",    "/proxy/v1/keys", QN_PR_LOCAL, AD },
     { "POST",   "/proxy/v1/keys", QN_PR_LOCAL, AD },
     { "DELETE", "/proxy/v1/keys/:id", QN_PR_LOCAL, AD },
+    { "POST",   "/proxy/v1/login", QN_PR_LOCAL, 0 },
+    { "POST",   "/proxy/v1/logout", QN_PR_LOCAL, ALL },
+    { "GET",    "/proxy/v1/users", QN_PR_LOCAL, AD },
+    { "POST",   "/proxy/v1/users", QN_PR_LOCAL, AD },
+    { "PUT",    "/proxy/v1/users/:user", QN_PR_LOCAL, AD },
+    { "DELETE", "/proxy/v1/users/:user", QN_PR_LOCAL, AD },
     //  the proxy's administration: operator keys only
     { "GET",    "/proxy/v1/admin/plans", QN_PR_OPERATOR, AD },
     { "POST",   "/proxy/v1/admin/plans", QN_PR_OPERATOR, AD },
@@ -41,6 +47,10 @@ static const s_row_t s_table [] = {
     { "GET",    "/proxy/v1/admin/tenants/:tenant/keys", QN_PR_OPERATOR, AD },
     { "POST",   "/proxy/v1/admin/tenants/:tenant/keys", QN_PR_OPERATOR, AD },
     { "DELETE", "/proxy/v1/admin/tenants/:tenant/keys/:id", QN_PR_OPERATOR, AD },
+    { "GET",    "/proxy/v1/admin/tenants/:tenant/users", QN_PR_OPERATOR, AD },
+    { "POST",   "/proxy/v1/admin/tenants/:tenant/users", QN_PR_OPERATOR, AD },
+    { "PUT",    "/proxy/v1/admin/tenants/:tenant/users/:user", QN_PR_OPERATOR, AD },
+    { "DELETE", "/proxy/v1/admin/tenants/:tenant/users/:user", QN_PR_OPERATOR, AD },
     //  cluster-wide: never for a tenant
     { "GET",    "/metrics", QN_PR_CLUSTER, 0 },
     { "GET",    "/metrics/prometheus", QN_PR_CLUSTER, 0 },
