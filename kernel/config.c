@@ -330,7 +330,10 @@ qn_config_help_proxy (FILE *out)
         "PORT", "HOST", "QUEEN_UPSTREAMS", "TENANT_ASSERTION_SECRET", "PROXY_USAGE_FLUSH_MS", "PROXY_SESSION_TTL_MS", "PG_HOST", "PG_PORT", "PG_USER",
         "PG_PASSWORD", "PG_DB", "DB_CONNECTION_TIMEOUT", "MAX_CONNECTIONS", "MAX_BODY_BYTES",
         "MAX_HEADER_BYTES", "IDLE_TIMEOUT_MS", "REQUEST_TIMEOUT_MS", "SHUTDOWN_TIMEOUT_MS",
-        "ACTOR_QUEUE_HWM", "LOG_LEVEL", NULL
+        "ACTOR_QUEUE_HWM", "LOG_LEVEL", "JWT_ENABLED", "JWT_ALGORITHM", "JWT_SECRET", "JWT_PUBLIC_KEY",
+        "JWT_JWKS_URL", "JWT_JWKS_REFRESH_MS", "JWT_ISSUER", "JWT_AUDIENCE", "JWT_CLOCK_SKEW",
+        "JWT_ROLES_CLAIM", "JWT_ROLES_ARRAY_CLAIM", "JWT_ROLE_ADMIN", "JWT_ROLE_READ_WRITE",
+        "JWT_ROLE_READ_ONLY", "JWT_TENANT_CLAIM", NULL
     };
     fprintf (out, "usage: queen-proxy [--help]\n"
                   "       queen-proxy create-tenant NAME    create a tenant and print its first admin key\n"

@@ -34,6 +34,7 @@
 #include "wire/json.h"
 #include "wire/jwt.h"
 #include "wire/msg_http.h"
+#include "wire/msg_jwks.h"
 #include "wire/msg_password.h"
 #include "wire/msg_types.h"
 #include "wire/proxy_keys.h"
@@ -124,6 +125,7 @@ struct s_req {
     char key_id [QN_KEY_ID_LEN + 1];   //  The key's id, or the session's
     char user [132];            //  A session's user, or ""
     bool session;               //  Authenticated by a session
+    bool sso;                   //  Authenticated by an IdP's JWT (user: its sub)
     int attempts;
     bool is_pop;                //  Counted as messages out on a 200
     bool poll_counted;          //  Holds one of the tenant's long-poll slots
@@ -144,6 +146,7 @@ typedef struct {
     int64_t max_batch;
     int64_t max_long_polls;     //  0: unlimited
     int64_t polls;              //  Pops in flight at the brokers now
+    bool active;                //  Enabled, as of the last refresh (SSO needs it)
     s_usage_t usage;            //  Since the last flush
 } s_tenant_t;
 
@@ -189,6 +192,13 @@ struct self {
     qn_hashmap_t *tenants;      //  hash of name -> s_tenant_t
     qn_hashmap_t *sessions;     //  hash of id -> s_session_t
     int pw_pending;             //  Requests at proxy_hasher
+    //  SSO passthrough (JWT_ENABLED): an IdP's token names tenant and role.
+    bool sso;
+    bool jwks_configured;
+    qn_jwt_policy_t policy;     //  Strings point into the config
+    qn_jwt_keys_t *static_keys; //  Owned: JWT_SECRET, JWT_PUBLIC_KEY
+    qn_jwt_keys_t *jwks_keys;   //  Owned: the latest "jwks" event
+    int64_t refresh_asked_ms;
     int64_t flushed_ms;
     bool keys_loaded;
     int64_t keys_asked_ms;
@@ -734,7 +744,8 @@ s_forward (self_t *self, s_req_t *req)
     qn_buf_t a = QN_BUF_INIT;
     const char *secret = self->config->tenant_assertion_secret;
     char subject [160];
-    snprintf (subject, sizeof subject, "%s%s", req->session ? "user:" : "", req->session ? req->user : req->key_id);
+    snprintf (subject, sizeof subject, "%s%s", req->session ? "user:" : req->sso ? "sso:" : "",
+              req->session || req->sso ? req->user : req->key_id);
     qn_tassert_encode (&a, secret, strlen (secret), req->tenant, req->role, subject,
                        qn_wall_us () / 1000000);
     qn_buf_reset (&uc->out);
@@ -937,6 +948,14 @@ s_on_sessions (self_t *self, PGresult *res, void *arg)
     self->sessions = map;
 }
 
+static void
+s_tenant_inactive (void *arg, uint64_t key, void *value)
+{
+    (void) arg;
+    (void) key;
+    ((s_tenant_t *) value)->active = false;
+}
+
 //  Limits of enabled tenants, keys or not (users are held to them too).
 static void
 s_on_tenants (self_t *self, PGresult *res, void *arg)
@@ -944,8 +963,10 @@ s_on_tenants (self_t *self, PGresult *res, void *arg)
     (void) arg;
     if (!s_res_ok (res))
         return;
+    qn_hashmap_each (self->tenants, s_tenant_inactive, NULL);
     for (int r = 0; r < PQntuples (res); r++) {
         s_tenant_t *t = s_tenant (self, PQgetvalue (res, r, 0));
+        t->active = true;
         double rps = PQgetisnull (res, r, 1) ? 0 : atof (PQgetvalue (res, r, 1));
         double mps = PQgetisnull (res, r, 2) ? 0 : atof (PQgetvalue (res, r, 2));
         qn_bucket_set (&t->requests, rps, rps);
@@ -1275,6 +1296,11 @@ s_local (self_t *self, s_req_t *req, const qn_pr_route_t *route, const qn_url_t 
         if (req->session) {
             qn_jw_kstr (&w, "user", req->user);
             qn_jw_kstr (&w, "sessionId", req->key_id);
+        }
+        else
+        if (req->sso) {
+            qn_jw_kstr (&w, "user", req->user);
+            qn_jw_kstr (&w, "via", "sso");
         }
         else
             qn_jw_kstr (&w, "keyId", req->key_id);
@@ -1878,6 +1904,80 @@ s_session_check (self_t *self, const char *token, size_t len, const char **why)
     return ses;
 }
 
+// ------------------------------------------------------------------ SSO passthrough
+//  An IdP's JWT (the broker's JWT settings and JWKS fetcher): its tenant
+//  claim must name an enabled tenant of this proxy, its roles give admin,
+//  read-write or read-only. Returns 0 with the identity in req, or the
+//  client-facing reason.
+static const char *
+s_sso_check (self_t *self, s_req_t *req, const char *token, size_t len)
+{
+    const qn_jwt_keys_t *sets [2] = { self->static_keys, self->jwks_keys };
+    qn_jwt_policy_t policy = self->policy;
+    policy.now_s = qn_wall_us () / 1000000;
+    qn_jwt_result_t res;
+    int rc = qn_jwt_verify (token, len, sets, 2, &policy, &res);
+    static char why [192];
+    const char *refuse = NULL;
+    if (rc == QN_JWT_ENOKEY && self->jwks_configured && res.alg != QN_JWT_HS256) {
+        int64_t now = qn_now_ms ();
+        if (!self->refresh_asked_ms || now - self->refresh_asked_ms >= 1000) {
+            self->refresh_asked_ms = now;
+            msgpack_sbuffer b;
+            msgpack_sbuffer_init (&b);
+            msgpack_packer pk;
+            msgpack_packer_init (&pk, &b, msgpack_sbuffer_write);
+            qn_msg_jwks_refresh_encode (&pk);
+            qn_send_body (self->kernel, "jwks", QN_MSG_JWKS_REFRESH, 0, b.data, b.size);
+            msgpack_sbuffer_destroy (&b);
+        }
+    }
+    if (rc != QN_JWT_OK) {
+        snprintf (why, sizeof why, "%s", res.err);
+        refuse = why;
+    }
+    else
+    if (!res.tenant [0])
+        refuse = "Token names no tenant";
+    else {
+        s_tenant_t *t = qn_hashmap_get (self->tenants, s_key_hash (res.tenant));
+        if (!t || strcmp (t->name, res.tenant) || !t->active)
+            refuse = "Token names an unknown or disabled tenant";
+        else
+        if (res.level == QN_JWT_LEVEL_NONE)
+            refuse = "Token grants no role";
+    }
+    if (!refuse) {
+        snprintf (req->tenant, sizeof req->tenant, "%s", res.tenant);
+        req->role = res.level == QN_JWT_LEVEL_ADMIN ? QN_ROLE_ADMIN
+                  : res.level == QN_JWT_LEVEL_READ_WRITE ? QN_ROLE_READ_WRITE : QN_ROLE_READ_ONLY;
+        snprintf (req->user, sizeof req->user, "%s", res.subject ? res.subject : "");
+        req->sso = true;
+    }
+    qn_jwt_result_free (&res);
+    return refuse;
+}
+
+static int
+s_on_jwks (void *self_, const qn_env_t *env)
+{
+    self_t *self = self_;
+    qn_msg_jwks_keys_t msg;
+    if (qn_msg_jwks_keys_decode (env->body.ptr, env->body.len, &msg))
+        return QN_EPROTO;
+    qn_jwt_keys_t *keys = qn_jwt_keys_new ();
+    char err [128];
+    int added = qn_jwt_keys_add_jwks (keys, msg.json, msg.json_len, err, sizeof err);
+    if (added <= 0) {
+        qn_warn ("sso: jwks event ignored: %s", added < 0 ? err : "no usable key");
+        qn_jwt_keys_destroy (&keys);
+        return 0;
+    }
+    qn_jwt_keys_destroy (&self->jwks_keys);
+    self->jwks_keys = keys;
+    return 0;
+}
+
 // ------------------------------------------------------------------ requests
 //  The key of a request: "Authorization: Bearer qk_..." or "X-API-Key".
 static const s_key_t *
@@ -1980,11 +2080,30 @@ s_on_request (void *self_, const qn_env_t *env)
     else
     if (!route.public_) {
         bool is_session = presented && !strncmp (presented, "qs_", 3);
+        bool is_jwt = presented && self->sso && strncmp (presented, "qk_", 3) && !is_session
+                   && strchr (presented, '.');
         const char *why = "Invalid API key";
-        const s_key_t *k = presented && !is_session ? s_authenticate (self, presented, strlen (presented)) : NULL;
+        const s_key_t *k = presented && !is_session && !is_jwt
+                         ? s_authenticate (self, presented, strlen (presented)) : NULL;
         const s_session_t *ses = is_session ? s_session_check (self, presented, strlen (presented), &why) : NULL;
+        if (is_jwt)
+            why = s_sso_check (self, req, presented, strlen (presented));
         if (!presented || !*presented)
             status = 401, refuse = "Authentication required";
+        else
+        if (is_jwt && why)
+            status = 401, refuse = why;
+        else
+        if (is_jwt) {
+            if (route.kind == QN_PR_OPERATOR)
+                status = 403, refuse = "Operator key required";
+            else
+            if (route.kind == QN_PR_CLUSTER)
+                status = 403, refuse = "Not available to tenants";
+            else
+            if (!qn_proxy_route_allows (&route, req->role))
+                status = 403, refuse = "Insufficient permissions";
+        }
         else
         if (!k && !ses)
             status = 401, refuse = why;
@@ -2254,6 +2373,8 @@ s_on_start (void *self_, const qn_env_t *env)
 {
     (void) env;
     self_t *self = self_;
+    if (self->sso)
+        qn_subscribe (self->kernel, "jwks");
     qn_timer_add (self->kernel, S_TICK_MS, S_TICK_MS, s_on_tick, NULL);
     s_on_tick (self, NULL);
     return 0;
@@ -2342,6 +2463,8 @@ s_destroy (void **self_p)
     }
     if (self->pg)
         PQfinish (self->pg);
+    qn_jwt_keys_destroy (&self->static_keys);
+    qn_jwt_keys_destroy (&self->jwks_keys);
     free (self);
     *self_p = NULL;
 }
@@ -2352,6 +2475,7 @@ static const qn_route_t s_routes [] = {
     { QN_MSG_HTTP_REQUEST, s_on_request },
     { QN_MSG_HTTP_CLOSED, s_on_closed },
     { QN_MSG_HTTP_DRAINED, s_on_drained },
+    { QN_MSG_JWKS_KEYS, s_on_jwks },
     { 0, NULL }
 };
 
@@ -2372,6 +2496,28 @@ qn_proxy_new (qn_kernel_t *kernel, const qn_config_t *config, const char *accept
     self->keys = qn_hashmap_new ();
     self->tenants = qn_hashmap_new ();
     self->sessions = qn_hashmap_new ();
+    self->sso = config->jwt_enabled;
+    if (self->sso) {
+        qn_jwt_alg_t alg = QN_JWT_AUTO;
+        qn_jwt_alg_parse (config->jwt_algorithm, &alg);     //  Checked by config.c
+        self->jwks_configured = config->jwt_jwks_url [0] != 0;
+        self->policy = (qn_jwt_policy_t) {
+            .algorithm = alg, .issuer = config->jwt_issuer, .audience = config->jwt_audience,
+            .clock_skew_s = config->jwt_clock_skew_s, .role_claim = config->jwt_roles_claim,
+            .roles_claim = config->jwt_roles_array_claim, .role_admin = config->jwt_role_admin,
+            .role_read_write = config->jwt_role_read_write, .role_read_only = config->jwt_role_read_only,
+            .tenant_claim = config->jwt_tenant_claim
+        };
+        self->static_keys = qn_jwt_keys_new ();
+        char err [256];
+        if (config->jwt_secret [0])
+            qn_jwt_keys_add_secret (self->static_keys, config->jwt_secret, strlen (config->jwt_secret), NULL);
+        if (config->jwt_public_key [0]
+        &&  qn_jwt_keys_add_pem (self->static_keys, config->jwt_public_key, strlen (config->jwt_public_key),
+                                 NULL, err, sizeof err))
+            qn_warn ("sso: JWT_PUBLIC_KEY not loaded: %s", err);
+        qn_info ("sso: IdP tokens accepted: jwks=%s", self->jwks_configured ? "yes" : "no");
+    }
     self->flushed_ms = qn_now_ms ();
     if (s_parse_upstreams (self, config->queen_upstreams)) {
         qn_error ("QUEEN_UPSTREAMS must be a comma-separated list of http://host:port");

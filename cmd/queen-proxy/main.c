@@ -393,7 +393,8 @@ main (int argc, char **argv)
         return 1;
     }
     qn_kernel_t *kernel = qn_kernel_new (&config);
-    bool ok = qn_proxy_hasher_new (kernel)
+    bool ok = qn_jwks_new (kernel, &config)
+           && qn_proxy_hasher_new (kernel)
            && qn_proxy_new (kernel, &config, "proxy_acceptor")
            && qn_http_acceptor_new (kernel, &config, &(qn_http_door_t) {
                   .name = "proxy_acceptor", .codec = "proxy", .port = config.port });
