@@ -2048,20 +2048,10 @@ s_on_request (void *self_, const qn_env_t *env)
     }
     msgpack_unpacked_destroy (&holder);
     //  Without a key or token in the headers, a session cookie.
-    if (!presented && cookie) {
-        const char *c = cookie;
-        while (c && *c) {
-            while (*c == ' ' || *c == ';')
-                c++;
-            const char *end = strchr (c, ';');
-            size_t n = end ? (size_t) (end - c) : strlen (c);
-            if (n > sizeof S_SESSION_COOKIE && !strncmp (c, S_SESSION_COOKIE "=", sizeof S_SESSION_COOKIE)) {
-                presented = qn_strndup (c + sizeof S_SESSION_COOKIE, n - sizeof S_SESSION_COOKIE);
-                break;
-            }
-            c = end;
-        }
-    }
+    const char *cv;
+    size_t cvlen;
+    if (!presented && cookie && !qn_cookie_get (cookie, strlen (cookie), S_SESSION_COOKIE, &cv, &cvlen))
+        presented = qn_strndup (cv, cvlen);
     free (cookie);
     qn_url_t url;
     if (qn_url_parse (&url, req->target, strlen (req->target))) {
