@@ -1120,8 +1120,8 @@ typedef struct {
     bool with_key;              //  Admin routes: add the new key to the answer
     bool refresh;               //  Admin routes: reload the key table after
     bool revoke;                //  Admin routes: drop key.id from the table
-    char drop_tenant [QN_TENANT_MAX + 1];   //  Admin routes: drop this user's
-    char drop_user [132];                   //  sessions from the table
+    char drop_tenant [136];     //  Admin routes: drop this user's (or
+    char drop_user [136];       //  tenant's) sessions from the table
 } s_keyop_t;
 
 typedef struct {
@@ -1536,7 +1536,7 @@ s_admin (self_t *self, s_req_t *req, const qn_pr_route_t *route, const qn_url_t 
     if (!strcmp (pat, "/proxy/v1/admin/tenants/:tenant/keys/:id")) {
         sql = "SELECT CASE WHEN queen_proxy.key_revoke ($1, $2) THEN jsonb_build_object ('revoked', true)"
               " ELSE queen_proxy._raise_not_found ('Key not found') END";
-        snprintf (op->key.id, sizeof op->key.id, "%s", id);
+        snprintf (op->key.id, sizeof op->key.id, "%.16s", id);
         op->revoke = true;
         p [0] = name, p [1] = id, n = 2;
     }
