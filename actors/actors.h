@@ -97,6 +97,9 @@ qn_actor_t *qn_ephemeral_new (qn_kernel_t *kernel, const qn_config_t *config);
 //  of the HTTP door named `acceptor`; NULL when QUEEN_UPSTREAMS does not
 //  parse or PostgreSQL is unreachable (logged).
 qn_actor_t *qn_proxy_new (qn_kernel_t *kernel, const qn_config_t *config, const char *acceptor);
+//  queen-proxy's password hasher "proxy_hasher" (actors/proxy/hasher.c):
+//  Argon2id off the proxy's loop (QN_MSG_PW_WORK -> QN_MSG_PW_DONE).
+qn_actor_t *qn_proxy_hasher_new (qn_kernel_t *kernel);
 
 //  libpq connection keywords/values for config (static storage inside
 //  `store`); used by pg_writer and by main's boot connection.

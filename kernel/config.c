@@ -112,6 +112,7 @@ static const s_setting_t s_settings [] = {
     { "JWT_TENANT_CLAIM", S_STR, F (jwt_tenant_claim), "tenant", 0, 0, "JWT claim naming the tenant (no proxy; absent: the default tenant)" },
     { "PROXY_USAGE_FLUSH_MS", S_INT, F (proxy_usage_flush_ms), "10000", 100, 3600000, "queen-proxy only: usage metering is written to PostgreSQL this often (and at shutdown), ms" },
     { "QUEEN_UPSTREAMS", S_STR, F (queen_upstreams), "http://127.0.0.1:6632", 0, 0, "queen-proxy only: comma-separated broker base URLs (http://host:port)" },
+    { "PROXY_SESSION_TTL_MS", S_INT, F (proxy_session_ttl_ms), "28800000", 1000, 2592000000, "queen-proxy only: a login session lasts this long, ms (8 h)" },
     //  mesh (issue 13, docs/mesh.md)
     { "MESH_PORT", S_INT, F (mesh_port), "6634", 0, 65535, "mesh port between replicas of a cell (ZeroMQ + CURVE); 0 = off" },
     { "MESH_ADVERTISED_HOST", S_STR, F (mesh_advertised_host), "127.0.0.1", 0, 0, "the address peers dial to reach this broker's mesh port" },
@@ -328,10 +329,13 @@ void
 qn_config_help_proxy (FILE *out)
 {
     static const char *const names [] = {
-        "PORT", "HOST", "QUEEN_UPSTREAMS", "TENANT_ASSERTION_SECRET", "PROXY_USAGE_FLUSH_MS", "PG_HOST", "PG_PORT", "PG_USER",
+        "PORT", "HOST", "QUEEN_UPSTREAMS", "TENANT_ASSERTION_SECRET", "PROXY_USAGE_FLUSH_MS", "PROXY_SESSION_TTL_MS", "PG_HOST", "PG_PORT", "PG_USER",
         "PG_PASSWORD", "PG_DB", "DB_CONNECTION_TIMEOUT", "MAX_CONNECTIONS", "MAX_BODY_BYTES",
         "MAX_HEADER_BYTES", "IDLE_TIMEOUT_MS", "REQUEST_TIMEOUT_MS", "SHUTDOWN_TIMEOUT_MS",
-        "ACTOR_QUEUE_HWM", "LOG_LEVEL", NULL
+        "ACTOR_QUEUE_HWM", "LOG_LEVEL", "JWT_ENABLED", "JWT_ALGORITHM", "JWT_SECRET", "JWT_PUBLIC_KEY",
+        "JWT_JWKS_URL", "JWT_JWKS_REFRESH_MS", "JWT_ISSUER", "JWT_AUDIENCE", "JWT_CLOCK_SKEW",
+        "JWT_ROLES_CLAIM", "JWT_ROLES_ARRAY_CLAIM", "JWT_ROLE_ADMIN", "JWT_ROLE_READ_WRITE",
+        "JWT_ROLE_READ_ONLY", "JWT_TENANT_CLAIM", NULL
     };
     fprintf (out, "usage: queen-proxy [--help]\n"
                   "       queen-proxy create-tenant NAME    create a tenant and print its first admin key\n"
@@ -339,7 +343,9 @@ qn_config_help_proxy (FILE *out)
                   "                                         read-only, producer, consumer)\n"
                   "       queen-proxy revoke-key TENANT ID\n"
                   "       queen-proxy set-limits TENANT REQ_PER_S MSG_PER_S MAX_BODY_BYTES MAX_BATCH\n"
-                  "                                         plan limits (- for unlimited)\n\n"
+                  "                                         plan limits (- for unlimited)\n"
+                  "       queen-proxy create-operator-key [LABEL]   print a key for /proxy/v1/admin/...\n"
+                  "       queen-proxy create-user TENANT USER ROLE   a user; the password is read from stdin\n\n"
                   "queen-proxy is configured with environment variables:\n\n");
     for (int i = 0; names [i]; i++)
         for (const s_setting_t *s = s_settings; s->name; s++)

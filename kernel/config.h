@@ -101,6 +101,7 @@ typedef struct {
     char *jwt_tenant_claim;     //  JWT claim naming the tenant
     char *queen_upstreams;      //  queen-proxy: comma-separated broker URLs
     int64_t proxy_usage_flush_ms;
+    int64_t proxy_session_ttl_ms;   //  queen-proxy: login sessions
     //  mesh (issue 13): replicas of a cell exchange latency hints
     int64_t mesh_port;          //  0 = off
     char *mesh_advertised_host;

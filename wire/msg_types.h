@@ -43,7 +43,10 @@
     X (QN_MSG_MESH_MAINT_POLL, 263) /* mesh -> pg_writer: read the maintenance flags now [] */ \
     X (QN_MSG_EPH_CALL,      264)  /* codec_http -> ephemeral (wire/msg_ephemeral.h) */ \
     X (QN_MSG_MESH_EPH,      265)  /* ephemeral <-> mesh: one peer operation */ \
-    X (QN_MSG_MESH_GROUP,    266)  /* event "group": a consumer group deleted or sought [tenant, queue, group, what] */
+    X (QN_MSG_MESH_GROUP,    266)  /* event "group": a consumer group deleted or sought [tenant, queue, group, what] */ \
+    /* tenancy (240-259): wire/msg_password.h */ \
+    X (QN_MSG_PW_WORK,       240)  /* proxy -> proxy_hasher: verify or hash a password [op, password, hash] */ \
+    X (QN_MSG_PW_DONE,       241)  /* proxy_hasher -> proxy: [ok, hash] */
 
 typedef enum {
 #define QN_MSG_ENUM(name, num) name = num,

@@ -89,3 +89,27 @@ qn_password_verify (const char *hash, const char *password, size_t len)
 {
     return qn_key_verify (hash, password, len);
 }
+
+int
+qn_cookie_get (const char *header, size_t len, const char *name, const char **value,
+               size_t *value_len)
+{
+    size_t nlen = strlen (name);
+    size_t i = 0;
+    while (i < len) {
+        while (i < len && (header [i] == ' ' || header [i] == '\t' || header [i] == ';'))
+            i++;
+        size_t start = i;
+        while (i < len && header [i] != ';')
+            i++;
+        size_t n = i - start;
+        while (n && (header [start + n - 1] == ' ' || header [start + n - 1] == '\t'))
+            n--;
+        if (n > nlen && header [start + nlen] == '=' && !memcmp (header + start, name, nlen)) {
+            *value = header + start + nlen + 1;
+            *value_len = n - nlen - 1;
+            return 0;
+        }
+    }
+    return -1;
+}

@@ -41,5 +41,10 @@ bool qn_key_verify (const char *hash, const char *secret, size_t secret_len);
 //  Argon2id hash of a password at the interactive cost, and its check.
 int qn_password_hash (char hash [QN_KEY_HASH_MAX], const char *password, size_t len);
 bool qn_password_verify (const char *hash, const char *password, size_t len);
+//  The value of cookie `name` in a Cookie header ("a=1; name=v; b=2"): 0 and
+//  a slice into header, or -1 when absent. Pairs are split on ';', blanks
+//  around them skipped; the first pair of that name wins.
+int qn_cookie_get (const char *header, size_t len, const char *name, const char **value,
+                   size_t *value_len);
 
 #endif

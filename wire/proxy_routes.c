@@ -27,6 +27,30 @@ static const s_row_t s_table [] = {
     { "GET",    "/proxy/v1/keys", QN_PR_LOCAL, AD },
     { "POST",   "/proxy/v1/keys", QN_PR_LOCAL, AD },
     { "DELETE", "/proxy/v1/keys/:id", QN_PR_LOCAL, AD },
+    { "POST",   "/proxy/v1/login", QN_PR_LOCAL, 0 },
+    { "POST",   "/proxy/v1/logout", QN_PR_LOCAL, ALL },
+    { "GET",    "/proxy/v1/users", QN_PR_LOCAL, AD },
+    { "POST",   "/proxy/v1/users", QN_PR_LOCAL, AD },
+    { "PUT",    "/proxy/v1/users/:user", QN_PR_LOCAL, AD },
+    { "DELETE", "/proxy/v1/users/:user", QN_PR_LOCAL, AD },
+    //  the proxy's administration: operator keys only
+    { "GET",    "/proxy/v1/admin/plans", QN_PR_OPERATOR, AD },
+    { "POST",   "/proxy/v1/admin/plans", QN_PR_OPERATOR, AD },
+    { "GET",    "/proxy/v1/admin/plans/:plan", QN_PR_OPERATOR, AD },
+    { "PUT",    "/proxy/v1/admin/plans/:plan", QN_PR_OPERATOR, AD },
+    { "DELETE", "/proxy/v1/admin/plans/:plan", QN_PR_OPERATOR, AD },
+    { "GET",    "/proxy/v1/admin/tenants", QN_PR_OPERATOR, AD },
+    { "POST",   "/proxy/v1/admin/tenants", QN_PR_OPERATOR, AD },
+    { "GET",    "/proxy/v1/admin/tenants/:tenant", QN_PR_OPERATOR, AD },
+    { "PATCH",  "/proxy/v1/admin/tenants/:tenant", QN_PR_OPERATOR, AD },
+    { "DELETE", "/proxy/v1/admin/tenants/:tenant", QN_PR_OPERATOR, AD },
+    { "GET",    "/proxy/v1/admin/tenants/:tenant/keys", QN_PR_OPERATOR, AD },
+    { "POST",   "/proxy/v1/admin/tenants/:tenant/keys", QN_PR_OPERATOR, AD },
+    { "DELETE", "/proxy/v1/admin/tenants/:tenant/keys/:id", QN_PR_OPERATOR, AD },
+    { "GET",    "/proxy/v1/admin/tenants/:tenant/users", QN_PR_OPERATOR, AD },
+    { "POST",   "/proxy/v1/admin/tenants/:tenant/users", QN_PR_OPERATOR, AD },
+    { "PUT",    "/proxy/v1/admin/tenants/:tenant/users/:user", QN_PR_OPERATOR, AD },
+    { "DELETE", "/proxy/v1/admin/tenants/:tenant/users/:user", QN_PR_OPERATOR, AD },
     //  cluster-wide: never for a tenant
     { "GET",    "/metrics", QN_PR_CLUSTER, 0 },
     { "GET",    "/metrics/prometheus", QN_PR_CLUSTER, 0 },
@@ -148,7 +172,7 @@ qn_proxy_route (const char *method, const qn_url_t *url)
 bool
 qn_proxy_route_allows (const qn_pr_route_t *r, qn_role_t role)
 {
-    if (r->kind != QN_PR_FORWARD && r->kind != QN_PR_LOCAL)
+    if (r->kind != QN_PR_FORWARD && r->kind != QN_PR_LOCAL && r->kind != QN_PR_OPERATOR)
         return false;
     if (r->public_)
         return true;

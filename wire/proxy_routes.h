@@ -5,7 +5,9 @@
     read-only reads without consuming, read-write does all of the data
     plane, admin also deletes and manages keys. Cluster-wide routes
     (system, buffers, postgres-stats, internal) are never forwarded for a
-    tenant. Pure: a static table and qn_route_match.
+    tenant. The administration of tenants, plans and their keys
+    (/proxy/v1/admin/...) belongs to operator keys (no tenant), which
+    reach nothing else. Pure: a static table and qn_route_match.
 */
 #ifndef QN_WIRE_PROXY_ROUTES_H
 #define QN_WIRE_PROXY_ROUTES_H
@@ -27,7 +29,8 @@ typedef enum {
     QN_PR_FORWARD = 0,          //  A broker route: forward if the role is allowed
     QN_PR_LOCAL,                //  The proxy's own route (/proxy/v1/..., /health)
     QN_PR_CLUSTER,              //  Cluster-wide: 403 for every tenant
-    QN_PR_UNKNOWN               //  No such route: 404 (405 when only the method differs)
+    QN_PR_UNKNOWN,              //  No such route: 404 (405 when only the method differs)
+    QN_PR_OPERATOR              //  The proxy's admin routes: operator keys only
 } qn_pr_kind_t;
 
 typedef struct {

@@ -32,7 +32,10 @@
 #include "base/hashmap.h"
 #include "wire/http_api.h"
 #include "wire/json.h"
+#include "wire/jwt.h"
 #include "wire/msg_http.h"
+#include "wire/msg_jwks.h"
+#include "wire/msg_password.h"
 #include "wire/msg_types.h"
 #include "wire/proxy_keys.h"
 #include "wire/proxy_routes.h"
@@ -53,6 +56,7 @@
 #include <strings.h>
 #include <sys/socket.h>
 #include <math.h>
+#include <sodium.h>
 #include <unistd.h>
 
 #define S_MAX_UPSTREAMS     16
@@ -62,6 +66,9 @@
 #define S_KEYS_EVERY_MS     1000
 #define S_IDLE_MAX_MS       30000       //  Below the broker's IDLE_TIMEOUT_MS default
 #define S_MAX_RESPONSE      (64u * 1024 * 1024)
+#define S_PW_MAX_PENDING    32          //  Password checks queued at the hasher
+#define S_PW_TIMEOUT_MS     30000
+#define S_SESSION_COOKIE    "queen_session"
 
 typedef struct self self_t;
 typedef struct s_req s_req_t;
@@ -115,9 +122,14 @@ struct s_req {
     size_t body_len;
     char tenant [QN_TENANT_MAX + 1];
     qn_role_t role;
-    char key_id [QN_KEY_ID_LEN + 1];
+    char key_id [QN_KEY_ID_LEN + 1];   //  The key's id, or the session's
+    char user [132];            //  A session's user, or ""
+    bool session;               //  Authenticated by a session
+    bool sso;                   //  Authenticated by an IdP's JWT (user: its sub)
     int attempts;
     bool is_pop;                //  Counted as messages out on a 200
+    bool poll_counted;          //  Holds one of the tenant's long-poll slots
+    bool operator_;             //  An operator key (no tenant)
     s_uconn_t *uc;
 };
 
@@ -132,6 +144,9 @@ typedef struct {
     qn_bucket_t messages;
     int64_t max_body_bytes;     //  0: unlimited
     int64_t max_batch;
+    int64_t max_long_polls;     //  0: unlimited
+    int64_t polls;              //  Pops in flight at the brokers now
+    bool active;                //  Enabled, as of the last refresh (SSO needs it)
     s_usage_t usage;            //  Since the last flush
 } s_tenant_t;
 
@@ -141,6 +156,16 @@ typedef struct {
     qn_role_t role;
     char *hash;                 //  Owned
 } s_key_t;
+
+//  A login session (schema/proxy/0003_users.sql): "qs_<id>_<secret>".
+typedef struct {
+    char id [QN_KEY_ID_LEN + 1];
+    char tenant [QN_TENANT_MAX + 1];
+    char user [132];
+    qn_role_t role;
+    char hash [65];             //  SHA-256 of the secret, hex
+    int64_t expires_ms;         //  Unix ms
+} s_session_t;
 
 typedef void (s_pg_fn) (self_t *self, PGresult *res, void *arg);
 typedef struct s_query s_query_t;
@@ -165,6 +190,15 @@ struct self {
     qn_hashmap_t *fds;          //  fd -> s_uconn_t
     qn_hashmap_t *keys;         //  hash of id -> s_key_t
     qn_hashmap_t *tenants;      //  hash of name -> s_tenant_t
+    qn_hashmap_t *sessions;     //  hash of id -> s_session_t
+    int pw_pending;             //  Requests at proxy_hasher
+    //  SSO passthrough (JWT_ENABLED): an IdP's token names tenant and role.
+    bool sso;
+    bool jwks_configured;
+    qn_jwt_policy_t policy;     //  Strings point into the config
+    qn_jwt_keys_t *static_keys; //  Owned: JWT_SECRET, JWT_PUBLIC_KEY
+    qn_jwt_keys_t *jwks_keys;   //  Owned: the latest "jwks" event
+    int64_t refresh_asked_ms;
     int64_t flushed_ms;
     bool keys_loaded;
     int64_t keys_asked_ms;
@@ -187,6 +221,10 @@ typedef struct s_held {
 static void s_uconn_close (self_t *self, s_uconn_t *uc);
 static void s_forward (self_t *self, s_req_t *req);
 static void s_pg_pump (self_t *self);
+static void s_on_admin (self_t *self, PGresult *res, void *arg);
+static void s_on_logged_out (self_t *self, PGresult *res, void *arg);
+static void s_password_route (self_t *self, struct s_req *req, bool login, const char *tenant,
+                              const char *user);
 
 // ------------------------------------------------------------------ answering
 static int
@@ -279,9 +317,13 @@ s_respond_error (self_t *self, uint64_t conn_id, uint32_t seq, bool keep_alive, 
     qn_buf_free (&b);
 }
 
+static s_tenant_t *s_tenant (self_t *self, const char *name);
+
 static void
 s_req_free (self_t *self, s_req_t *req)
 {
+    if (req->poll_counted)
+        s_tenant (self, req->tenant)->polls--;
     qn_hashmap_remove (self->reqs, req->id);
     free (req->target);
     free (req->content_type);
@@ -701,7 +743,10 @@ s_forward (self_t *self, s_req_t *req)
     req->uc = uc;
     qn_buf_t a = QN_BUF_INIT;
     const char *secret = self->config->tenant_assertion_secret;
-    qn_tassert_encode (&a, secret, strlen (secret), req->tenant, req->role, req->key_id,
+    char subject [160];
+    snprintf (subject, sizeof subject, "%s%s", req->session ? "user:" : req->sso ? "sso:" : "",
+              req->session || req->sso ? req->user : req->key_id);
+    qn_tassert_encode (&a, secret, strlen (secret), req->tenant, req->role, subject,
                        qn_wall_us () / 1000000);
     qn_buf_reset (&uc->out);
     uc->out_off = 0;
@@ -851,6 +896,7 @@ s_on_keys (self_t *self, PGresult *res, void *arg)
         qn_bucket_set (&t->messages, mps, mps);
         t->max_body_bytes = PQgetisnull (res, r, 6) ? 0 : atoll (PQgetvalue (res, r, 6));
         t->max_batch = PQgetisnull (res, r, 7) ? 0 : atoll (PQgetvalue (res, r, 7));
+        t->max_long_polls = PQgetisnull (res, r, 8) ? 0 : atoll (PQgetvalue (res, r, 8));
     }
     if (!self->keys_loaded)
         qn_info ("key table loaded: keys=%d", PQntuples (res));
@@ -861,11 +907,86 @@ s_on_keys (self_t *self, PGresult *res, void *arg)
 }
 
 static void
+s_session_free_each (void *arg, uint64_t key, void *value)
+{
+    (void) arg;
+    (void) key;
+    sodium_memzero (value, sizeof (s_session_t));
+    free (value);
+}
+
+static void
+s_session_put (qn_hashmap_t *map, const s_session_t *from)
+{
+    s_session_t *old = qn_hashmap_remove (map, s_key_hash (from->id));
+    if (old)
+        s_session_free_each (NULL, 0, old);
+    s_session_t *ses = qn_zalloc (sizeof *ses);
+    *ses = *from;
+    qn_hashmap_put (map, s_key_hash (ses->id), ses);
+}
+
+static void
+s_on_sessions (self_t *self, PGresult *res, void *arg)
+{
+    (void) arg;
+    if (!s_res_ok (res))
+        return;                 //  The last table stays in use
+    qn_hashmap_t *map = qn_hashmap_new ();
+    for (int r = 0; r < PQntuples (res); r++) {
+        s_session_t ses = { .expires_ms = atoll (PQgetvalue (res, r, 5)) };
+        snprintf (ses.id, sizeof ses.id, "%s", PQgetvalue (res, r, 0));
+        snprintf (ses.tenant, sizeof ses.tenant, "%s", PQgetvalue (res, r, 1));
+        snprintf (ses.user, sizeof ses.user, "%s", PQgetvalue (res, r, 2));
+        const char *role = PQgetvalue (res, r, 3);
+        ses.role = qn_role_parse (role, strlen (role));
+        snprintf (ses.hash, sizeof ses.hash, "%s", PQgetvalue (res, r, 4));
+        s_session_put (map, &ses);
+    }
+    qn_hashmap_each (self->sessions, s_session_free_each, NULL);
+    qn_hashmap_destroy (&self->sessions);
+    self->sessions = map;
+}
+
+static void
+s_tenant_inactive (void *arg, uint64_t key, void *value)
+{
+    (void) arg;
+    (void) key;
+    ((s_tenant_t *) value)->active = false;
+}
+
+//  Limits of enabled tenants, keys or not (users are held to them too).
+static void
+s_on_tenants (self_t *self, PGresult *res, void *arg)
+{
+    (void) arg;
+    if (!s_res_ok (res))
+        return;
+    qn_hashmap_each (self->tenants, s_tenant_inactive, NULL);
+    for (int r = 0; r < PQntuples (res); r++) {
+        s_tenant_t *t = s_tenant (self, PQgetvalue (res, r, 0));
+        t->active = true;
+        double rps = PQgetisnull (res, r, 1) ? 0 : atof (PQgetvalue (res, r, 1));
+        double mps = PQgetisnull (res, r, 2) ? 0 : atof (PQgetvalue (res, r, 2));
+        qn_bucket_set (&t->requests, rps, rps);
+        qn_bucket_set (&t->messages, mps, mps);
+        t->max_body_bytes = PQgetisnull (res, r, 3) ? 0 : atoll (PQgetvalue (res, r, 3));
+        t->max_batch = PQgetisnull (res, r, 4) ? 0 : atoll (PQgetvalue (res, r, 4));
+        t->max_long_polls = PQgetisnull (res, r, 5) ? 0 : atoll (PQgetvalue (res, r, 5));
+    }
+}
+
+static void
 s_keys_refresh (self_t *self)
 {
     self->keys_asked_ms = qn_now_ms ();
     s_query (self, "SELECT id, tenant, role, hash, requests_per_s, messages_per_s, max_body_bytes,"
-                   " max_batch FROM queen_proxy.keys_active()", NULL, 0, s_on_keys, NULL);
+                   " max_batch, max_long_polls FROM queen_proxy.keys_active2()", NULL, 0, s_on_keys, NULL);
+    s_query (self, "SELECT id, tenant, user_name, role, hash, expires_ms FROM queen_proxy.sessions_active()",
+             NULL, 0, s_on_sessions, NULL);
+    s_query (self, "SELECT tenant, requests_per_s, messages_per_s, max_body_bytes, max_batch, max_long_polls"
+                   " FROM queen_proxy.tenants_active()", NULL, 0, s_on_tenants, NULL);
 }
 
 // ------------------------------------------------------------------ usage metering
@@ -995,7 +1116,41 @@ typedef struct {
     uint64_t req_id;
     qn_key_new_t key;
     qn_role_t role;
+    int ok_status;              //  Admin routes: the status of a success
+    bool with_key;              //  Admin routes: add the new key to the answer
+    bool refresh;               //  Admin routes: reload the key table after
+    bool revoke;                //  Admin routes: drop key.id from the table
+    char drop_tenant [136];     //  Admin routes: drop this user's (or
+    char drop_user [136];       //  tenant's) sessions from the table
 } s_keyop_t;
+
+typedef struct {
+    const char *tenant, *user;
+    qn_buf_t ids;
+} s_drop_t;
+
+static void
+s_drop_collect (void *arg, uint64_t key, void *value)
+{
+    s_drop_t *d = arg;
+    s_session_t *ses = value;
+    if (!strcmp (ses->tenant, d->tenant) && (!d->user [0] || !strcmp (ses->user, d->user)))
+        qn_buf_append (&d->ids, &key, sizeof key);
+}
+
+//  Ends the sessions of a user (user "": of every user of the tenant).
+static void
+s_sessions_drop (self_t *self, const char *tenant, const char *user)
+{
+    s_drop_t d = { tenant, user, QN_BUF_INIT };
+    qn_hashmap_each (self->sessions, s_drop_collect, &d);
+    for (size_t i = 0; i < d.ids.len / sizeof (uint64_t); i++) {
+        uint64_t key;
+        memcpy (&key, d.ids.data + i * sizeof key, sizeof key);
+        s_session_free_each (NULL, 0, qn_hashmap_remove (self->sessions, key));
+    }
+    qn_buf_free (&d.ids);
+}
 
 static void
 s_on_key_created (self_t *self, PGresult *res, void *arg)
@@ -1138,15 +1293,62 @@ s_local (self_t *self, s_req_t *req, const qn_pr_route_t *route, const qn_url_t 
         qn_jw_obj (&w);
         qn_jw_kstr (&w, "tenant", req->tenant);
         qn_jw_kstr (&w, "role", qn_role_name (req->role));
-        qn_jw_kstr (&w, "keyId", req->key_id);
+        if (req->session) {
+            qn_jw_kstr (&w, "user", req->user);
+            qn_jw_kstr (&w, "sessionId", req->key_id);
+        }
+        else
+        if (req->sso) {
+            qn_jw_kstr (&w, "user", req->user);
+            qn_jw_kstr (&w, "via", "sso");
+        }
+        else
+            qn_jw_kstr (&w, "keyId", req->key_id);
         qn_jw_obj_end (&w);
         s_respond_json (self, req->conn_id, req->seq, req->keep_alive, 200, b.data, b.len, NULL);
         qn_buf_free (&b);
         s_req_free (self, req);
         return;
     }
+    if (!strcmp (route->pattern, "/proxy/v1/login")) {
+        s_password_route (self, req, true, NULL, NULL);
+        return;
+    }
+    if (!strcmp (route->pattern, "/proxy/v1/users") && !strcmp (req->method, "POST")) {
+        s_password_route (self, req, false, req->tenant, NULL);
+        return;
+    }
+    if (!strcmp (route->pattern, "/proxy/v1/users/:user") && !strcmp (req->method, "PUT")) {
+        s_password_route (self, req, false, req->tenant, url->segments [3]);
+        return;
+    }
     s_keyop_t *op = qn_zalloc (sizeof *op);
     op->req_id = req->id;
+    if (!strcmp (route->pattern, "/proxy/v1/logout")) {
+        if (!req->session) {
+            free (op);
+            s_req_error (self, req, 400, "Not a session: log out ends the session that calls it");
+            return;
+        }
+        snprintf (op->key.id, sizeof op->key.id, "%s", req->key_id);
+        const char *p [1] = { req->key_id };
+        s_query (self, "SELECT queen_proxy.session_revoke ($1)", p, 1, s_on_logged_out, op);
+        return;
+    }
+    if (!strcmp (route->pattern, "/proxy/v1/users")) {
+        op->ok_status = 200;
+        const char *p [1] = { req->tenant };
+        s_query (self, "SELECT queen_proxy.admin_users ($1)", p, 1, s_on_admin, op);
+        return;
+    }
+    if (!strcmp (route->pattern, "/proxy/v1/users/:user")) {
+        op->ok_status = 200;
+        snprintf (op->drop_tenant, sizeof op->drop_tenant, "%s", req->tenant);
+        snprintf (op->drop_user, sizeof op->drop_user, "%s", url->segments [3]);
+        const char *p [2] = { req->tenant, url->segments [3] };
+        s_query (self, "SELECT queen_proxy.admin_user_delete ($1, $2)", p, 2, s_on_admin, op);
+        return;
+    }
     if (!strcmp (route->pattern, "/proxy/v1/usage")) {
         const char *p [1] = { req->tenant };
         s_query (self, "SELECT requests, messages_in, messages_out, bytes_in, bytes_out, refused"
@@ -1199,6 +1401,583 @@ s_local (self_t *self, s_req_t *req, const qn_pr_route_t *route, const qn_url_t 
     qn_buf_free (&label);
 }
 
+// ------------------------------------------------------------------ administration (operator keys)
+//  The admin functions of schema/proxy/0002_plans_admin.sql validate and
+//  answer in JSON; SQLSTATE QN4xx carries the HTTP status of a refusal.
+static void
+s_on_admin (self_t *self, PGresult *res, void *arg)
+{
+    s_keyop_t *op = arg;
+    s_req_t *req = qn_hashmap_get (self->reqs, op->req_id);
+    const char *state = res ? PQresultErrorField (res, PG_DIAG_SQLSTATE) : NULL;
+    if (!req)
+        ;
+    else
+    if (!s_res_ok (res)) {
+        const char *msg = PQresultErrorField (res, PG_DIAG_MESSAGE_PRIMARY);
+        if (state && state [0] == 'Q' && state [1] == 'N' && state [2] == '4' && msg)
+            s_req_error (self, req, 400 + (state [3] - '0') * 10 + (state [4] - '0'), msg);
+        else
+        if (state && !strncmp (state, "22", 2))
+            s_req_error (self, req, 400, "Request body must be a JSON object");
+        else {
+            if (res)
+                qn_warn ("admin route failed: sqlstate=%s", state ? state : "");
+            s_req_error (self, req, 503, "Proxy store unavailable");
+        }
+    }
+    else {
+        const char *json = PQntuples (res) == 1 ? PQgetvalue (res, 0, 0) : "{}";
+        qn_buf_t b = QN_BUF_INIT;
+        if (op->with_key && json [0] == '{' && json [1] != '}') {
+            //  The key, shown once: its secret is in no table.
+            qn_buf_printf (&b, "{\"key\": \"%s\", ", op->key.key);
+            qn_buf_puts (&b, json + 1);
+        }
+        else
+            qn_buf_puts (&b, json);
+        if (op->revoke) {
+            s_key_t *k = qn_hashmap_remove (self->keys, s_key_hash (op->key.id));
+            if (k)
+                s_key_free_each (NULL, 0, k);
+        }
+        if (op->drop_tenant [0])
+            s_sessions_drop (self, op->drop_tenant, op->drop_user);
+        s_respond_json (self, req->conn_id, req->seq, req->keep_alive, op->ok_status, b.data, b.len, NULL);
+        if (b.data)
+            sodium_memzero (b.data, b.len);
+        qn_buf_free (&b);
+        s_req_free (self, req);
+        if (op->refresh)
+            s_keys_refresh (self);
+    }
+    memset (&op->key, 0, sizeof op->key);
+    free (op);
+}
+
+static bool
+s_json_object (const char *body, size_t len)
+{
+    qn_json_doc_t doc;
+    qn_json_doc_init (&doc);
+    bool ok = len && qn_json_parse (&doc, body, len, 16) == 0 && qn_json_type (&doc, 0) == QN_JSON_OBJECT;
+    qn_json_doc_free (&doc);
+    return ok;
+}
+
+static void
+s_admin (self_t *self, s_req_t *req, const qn_pr_route_t *route, const qn_url_t *url)
+{
+    const char *pat = route->pattern, *m = req->method;
+    char name [136] = "", id [136] = "";
+    if (url->seg_count > 4)
+        snprintf (name, sizeof name, "%s", url->segments [4]);
+    if (url->seg_count > 6)
+        snprintf (id, sizeof id, "%s", url->segments [6]);
+    bool get = !strcmp (m, "GET"), post = !strcmp (m, "POST"), del = !strcmp (m, "DELETE");
+    if (!get && !del && !s_json_object (req->body, req->body_len)) {
+        s_req_error (self, req, 400, "Request body must be a JSON object");
+        return;
+    }
+    s_keyop_t *op = qn_zalloc (sizeof *op);
+    op->req_id = req->id;
+    op->ok_status = post ? 201 : 200;
+    op->refresh = !get;
+    const char *p [5] = { NULL };
+    const char *sql = NULL;
+    int n = 0;
+    if (!strcmp (pat, "/proxy/v1/admin/plans")) {
+        sql = get ? "SELECT queen_proxy.admin_plans ()" : "SELECT queen_proxy.admin_plan_put (NULL, $1, true)";
+        p [0] = req->body, n = get ? 0 : 1;
+    }
+    else
+    if (!strcmp (pat, "/proxy/v1/admin/plans/:plan")) {
+        sql = get ? "SELECT queen_proxy.admin_plan ($1)"
+            : del ? "SELECT queen_proxy.admin_plan_delete ($1)"
+                  : "SELECT queen_proxy.admin_plan_put ($1, $2, false)";
+        p [0] = name, p [1] = req->body, n = get || del ? 1 : 2;
+    }
+    else
+    if (!strcmp (pat, "/proxy/v1/admin/tenants") && get)
+        sql = "SELECT queen_proxy.admin_tenants ()";
+    else
+    if (!strcmp (pat, "/proxy/v1/admin/tenants/:tenant")) {
+        sql = get ? "SELECT queen_proxy.admin_tenant ($1)"
+            : del ? "SELECT queen_proxy.admin_tenant_delete ($1)"
+                  : "SELECT queen_proxy.admin_tenant_update ($1, $2)";
+        p [0] = name, p [1] = req->body, n = get || del ? 1 : 2;
+        if (del)            //  Its sessions end here at once (a disabled tenant's within the refresh)
+            snprintf (op->drop_tenant, sizeof op->drop_tenant, "%s", name);
+    }
+    else
+    if (!strcmp (pat, "/proxy/v1/admin/tenants/:tenant/keys") && get) {
+        sql = "SELECT queen_proxy.admin_keys ($1)";
+        p [0] = name, n = 1;
+    }
+    else
+    if (!strcmp (pat, "/proxy/v1/admin/tenants/:tenant/users") && get) {
+        sql = "SELECT queen_proxy.admin_users ($1)";
+        p [0] = name, n = 1;
+    }
+    else
+    if (!strcmp (pat, "/proxy/v1/admin/tenants/:tenant/users") || (!strcmp (pat, "/proxy/v1/admin/tenants/:tenant/users/:user") && !del)) {
+        free (op);
+        s_password_route (self, req, false, name, post ? NULL : id);
+        return;
+    }
+    else
+    if (!strcmp (pat, "/proxy/v1/admin/tenants/:tenant/users/:user")) {
+        sql = "SELECT queen_proxy.admin_user_delete ($1, $2)";
+        snprintf (op->drop_tenant, sizeof op->drop_tenant, "%s", name);
+        snprintf (op->drop_user, sizeof op->drop_user, "%s", id);
+        p [0] = name, p [1] = id, n = 2;
+    }
+    else
+    if (!strcmp (pat, "/proxy/v1/admin/tenants/:tenant/keys/:id")) {
+        sql = "SELECT CASE WHEN queen_proxy.key_revoke ($1, $2) THEN jsonb_build_object ('revoked', true)"
+              " ELSE queen_proxy._raise_not_found ('Key not found') END";
+        snprintf (op->key.id, sizeof op->key.id, "%.16s", id);
+        op->revoke = true;
+        p [0] = name, p [1] = id, n = 2;
+    }
+    else {
+        //  POST .../tenants (a tenant and its first admin key) or
+        //  POST .../tenants/:tenant/keys {"role", "label"}: the key is made here.
+        bool tenant = !strcmp (pat, "/proxy/v1/admin/tenants");
+        qn_json_doc_t doc;
+        qn_json_doc_init (&doc);
+        qn_buf_t role = QN_BUF_INIT, label = QN_BUF_INIT;
+        const char *bad = NULL;
+        int t;
+        op->role = QN_ROLE_ADMIN;
+        qn_json_parse (&doc, req->body, req->body_len, 16);
+        if (!tenant
+        &&  ((t = qn_json_get (&doc, 0, "role")) < 0 || qn_json_str (&doc, t, &role)
+         ||  (op->role = qn_role_parse (role.data, role.len)) == QN_ROLE_NONE))
+            bad = "role must be one of admin, read-write, read-only, producer, consumer";
+        else
+        if (!tenant && (t = qn_json_get (&doc, 0, "label")) >= 0
+        &&  (qn_json_str (&doc, t, &label) || label.len > 200))
+            bad = "label must be a string of at most 200 bytes";
+        qn_json_doc_free (&doc);
+        int status = bad ? 400 : 0;
+        if (!bad && qn_key_generate (&op->key))
+            status = 500, bad = "Key generation failed";
+        if (bad) {
+            s_req_error (self, req, status, bad);
+            qn_buf_free (&role);
+            qn_buf_free (&label);
+            free (op);
+            return;
+        }
+        op->with_key = true;
+        if (tenant) {
+            const char *tp [3] = { req->body, op->key.id, op->key.hash };
+            s_query (self, "SELECT queen_proxy.admin_tenant_create ($1, $2, $3)", tp, 3, s_on_admin, op);
+        }
+        else {
+            const char *kp [5] = { name, op->key.id, qn_role_name (op->role), op->key.hash,
+                                   label.len ? label.data : "" };
+            s_query (self, "SELECT queen_proxy.admin_key_create ($1, $2, $3, $4, $5)", kp, 5, s_on_admin, op);
+        }
+        qn_buf_free (&role);
+        qn_buf_free (&label);
+        return;
+    }
+    s_query (self, sql, p, n, s_on_admin, op);
+}
+
+// ------------------------------------------------------------------ users, passwords and sessions
+//  Password work goes to proxy_hasher (its own thread); the request waits
+//  in self->reqs meanwhile, as for PostgreSQL.
+typedef struct {
+    uint64_t req_id;
+    int kind;                   //  S_PW_LOGIN or S_PW_USER
+    char tenant [QN_TENANT_MAX + 1];
+    char user [132];
+    qn_role_t role;
+    bool replace;               //  S_PW_USER: PUT (an existing user)
+    char *password;             //  Owned, wiped
+    size_t password_len;
+    char hash [QN_KEY_HASH_MAX];
+    s_session_t ses;            //  S_PW_LOGIN: the session being made
+    char token [QN_KEY_LEN + 1];
+} s_pwop_t;
+
+enum { S_PW_LOGIN, S_PW_USER };
+
+static void
+s_pwop_free (s_pwop_t *op)
+{
+    if (op->password) {
+        sodium_memzero (op->password, op->password_len);
+        free (op->password);
+    }
+    sodium_memzero (op, sizeof *op);
+    free (op);
+}
+
+static void s_on_pw_done (void *self_, void *arg, const qn_env_t *env);
+
+//  Sends op's password to the hasher; on failure answers and frees.
+static void
+s_pw_request (self_t *self, s_req_t *req, s_pwop_t *op, int what, const char *hash)
+{
+    msgpack_sbuffer b;
+    msgpack_sbuffer_init (&b);
+    msgpack_packer pk;
+    msgpack_packer_init (&pk, &b, msgpack_sbuffer_write);
+    qn_msg_pw_work_t w = { .op = what, .password = op->password, .password_len = op->password_len,
+                           .hash = hash, .hash_len = strlen (hash) };
+    qn_msg_pw_work_encode (&pk, &w);
+    qn_msg_t msg = { .to = "proxy_hasher", .type = QN_MSG_PW_WORK, .body = b.data, .body_len = b.size };
+    int rc = qn_request (self->kernel, &msg, S_PW_TIMEOUT_MS, s_on_pw_done, op);
+    sodium_memzero (b.data, b.size);
+    msgpack_sbuffer_destroy (&b);
+    if (rc) {
+        s_req_error (self, req, 503, "Password service busy");
+        s_pwop_free (op);
+        return;
+    }
+    self->pw_pending++;
+}
+
+static void
+s_cookie (qn_buf_t *b, const char *token, int64_t max_age_s)
+{
+    qn_buf_printf (b, "Set-Cookie: " S_SESSION_COOKIE "=%s; Path=/; Max-Age=%lld; HttpOnly; Secure;"
+                      " SameSite=Strict\r\n", token, (long long) max_age_s);
+}
+
+static void
+s_on_session_created (self_t *self, PGresult *res, void *arg)
+{
+    s_pwop_t *op = arg;
+    s_req_t *req = qn_hashmap_get (self->reqs, op->req_id);
+    if (req && (!s_res_ok (res) || PQntuples (res) != 1))
+        s_req_error (self, req, 503, "Session store unavailable");
+    else
+    if (req) {
+        op->ses.expires_ms = atoll (PQgetvalue (res, 0, 0));
+        s_session_put (self->sessions, &op->ses);       //  At once on this proxy
+        qn_buf_t b = QN_BUF_INIT, extra = QN_BUF_INIT;
+        qn_jw_t w;
+        qn_jw_init (&w, &b);
+        qn_jw_obj (&w);
+        qn_jw_kstr (&w, "token", op->token);
+        qn_jw_kstr (&w, "tenant", op->tenant);
+        qn_jw_kstr (&w, "user", op->user);
+        qn_jw_kstr (&w, "role", qn_role_name (op->role));
+        qn_jw_kint (&w, "expiresAt", op->ses.expires_ms);
+        qn_jw_obj_end (&w);
+        s_cookie (&extra, op->token, self->config->proxy_session_ttl_ms / 1000);
+        s_respond_json (self, req->conn_id, req->seq, req->keep_alive, 200, b.data, b.len, extra.data);
+        sodium_memzero (b.data, b.len);
+        sodium_memzero (extra.data, extra.len);
+        qn_buf_free (&b);
+        qn_buf_free (&extra);
+        s_req_free (self, req);
+    }
+    s_pwop_free (op);
+}
+
+//  The hasher's answer: a login's verification or a user's new hash.
+static void
+s_on_pw_done (void *self_, void *arg, const qn_env_t *env)
+{
+    self_t *self = self_;
+    s_pwop_t *op = arg;
+    self->pw_pending--;
+    s_req_t *req = qn_hashmap_get (self->reqs, op->req_id);
+    qn_msg_pw_done_t d;
+    bool answered = env && qn_msg_pw_done_decode (env->body.ptr, env->body.len, &d) == 0;
+    if (!req) {
+        s_pwop_free (op);
+        return;
+    }
+    if (!answered) {
+        s_req_error (self, req, 503, "Password service unavailable");
+        s_pwop_free (op);
+        return;
+    }
+    if (op->kind == S_PW_LOGIN) {
+        if (!d.ok) {
+            qn_count (self->kernel, "proxy_login_failures", 1);
+            s_req_error (self, req, 401, "Invalid credentials");
+            s_pwop_free (op);
+            return;
+        }
+        //  A session: 8 random bytes of id, 32 of secret; SHA-256 stored.
+        unsigned char id [QN_KEY_ID_LEN / 2], secret [32], digest [crypto_hash_sha256_BYTES];
+        randombytes_buf (id, sizeof id);
+        randombytes_buf (secret, sizeof secret);
+        sodium_bin2hex (op->ses.id, sizeof op->ses.id, id, sizeof id);
+        qn_buf_t sb = QN_BUF_INIT;
+        qn_b64url_encode (&sb, secret, sizeof secret);
+        crypto_hash_sha256 (digest, (const unsigned char *) sb.data, sb.len);
+        sodium_bin2hex (op->ses.hash, sizeof op->ses.hash, digest, sizeof digest);
+        snprintf (op->token, sizeof op->token, "qs_%s_%.*s", op->ses.id, (int) sb.len, sb.data);
+        sodium_memzero (sb.data, sb.len);
+        sodium_memzero (secret, sizeof secret);
+        qn_buf_free (&sb);
+        snprintf (op->ses.tenant, sizeof op->ses.tenant, "%s", op->tenant);
+        snprintf (op->ses.user, sizeof op->ses.user, "%s", op->user);
+        op->ses.role = op->role;
+        char ttl [24];
+        snprintf (ttl, sizeof ttl, "%lld", (long long) self->config->proxy_session_ttl_ms);
+        const char *p [5] = { op->ses.id, op->tenant, op->user, op->ses.hash, ttl };
+        s_query (self, "SELECT queen_proxy.session_create ($1, $2, $3, $4, $5)", p, 5,
+                 s_on_session_created, op);
+        return;
+    }
+    //  S_PW_USER: store the user with the new hash.
+    if (!d.ok || d.hash_len >= sizeof op->hash) {
+        s_req_error (self, req, 500, "Password hashing failed");
+        s_pwop_free (op);
+        return;
+    }
+    s_keyop_t *kop = qn_zalloc (sizeof *kop);
+    kop->req_id = op->req_id;
+    kop->ok_status = op->replace ? 200 : 201;
+    if (op->replace) {
+        snprintf (kop->drop_tenant, sizeof kop->drop_tenant, "%s", op->tenant);
+        snprintf (kop->drop_user, sizeof kop->drop_user, "%s", op->user);
+    }
+    snprintf (op->hash, sizeof op->hash, "%.*s", (int) d.hash_len, d.hash);
+    const char *p [5] = { op->tenant, op->user, qn_role_name (op->role), op->hash,
+                          op->replace ? "true" : "false" };
+    s_query (self, "SELECT queen_proxy.admin_user_put ($1, $2, $3, $4, $5)", p, 5, s_on_admin, kop);
+    s_pwop_free (op);
+}
+
+static void
+s_on_login_user (self_t *self, PGresult *res, void *arg)
+{
+    s_pwop_t *op = arg;
+    s_req_t *req = qn_hashmap_get (self->reqs, op->req_id);
+    if (!req) {
+        s_pwop_free (op);
+        return;
+    }
+    if (!s_res_ok (res)) {
+        s_req_error (self, req, 503, "User store unavailable");
+        s_pwop_free (op);
+        return;
+    }
+    //  An unknown user or tenant verifies against the hasher's dummy, at
+    //  the same cost, and fails the same way.
+    char hash [QN_KEY_HASH_MAX] = "";
+    if (PQntuples (res) == 1) {
+        const char *role = PQgetvalue (res, 0, 0);
+        op->role = qn_role_parse (role, strlen (role));
+        snprintf (hash, sizeof hash, "%s", PQgetvalue (res, 0, 1));
+    }
+    s_pw_request (self, req, op, QN_PW_VERIFY, hash);
+}
+
+//  A string member of a JSON object, at most max bytes, into a new buffer.
+static int
+s_json_member (qn_json_doc_t *doc, const char *name, size_t max, qn_buf_t *out)
+{
+    int t = qn_json_get (doc, 0, name);
+    return t < 0 || qn_json_str (doc, t, out) || !out->len || out->len > max || memchr (out->data, 0, out->len)
+         ? -1 : 0;
+}
+
+//  POST /proxy/v1/login {"tenant", "user", "password"}.
+//  POST /proxy/v1/users, PUT /proxy/v1/users/:user (the tenant's admin) and
+//  the operator's .../admin/tenants/:tenant/users[/:user]:
+//  {"name" (POST), "role", "password"}.
+static void
+s_password_route (self_t *self, s_req_t *req, bool login, const char *tenant, const char *user)
+{
+    if (self->pw_pending >= S_PW_MAX_PENDING) {
+        const char json [] = "{\"error\":\"Too many password checks in progress\"}";
+        s_respond_json (self, req->conn_id, req->seq, req->keep_alive, 503, json, sizeof json - 1,
+                        "Retry-After: 1\r\n");
+        s_req_free (self, req);
+        return;
+    }
+    qn_json_doc_t doc;
+    qn_json_doc_init (&doc);
+    qn_buf_t t = QN_BUF_INIT, u = QN_BUF_INIT, pw = QN_BUF_INIT, role = QN_BUF_INIT;
+    const char *bad = NULL;
+    s_pwop_t *op = qn_zalloc (sizeof *op);
+    op->req_id = req->id;
+    op->kind = login ? S_PW_LOGIN : S_PW_USER;
+    if (!req->body_len || qn_json_parse (&doc, req->body, req->body_len, 8)
+    ||  qn_json_type (&doc, 0) != QN_JSON_OBJECT)
+        bad = "Request body must be a JSON object";
+    else
+    if (login && (s_json_member (&doc, "tenant", QN_TENANT_MAX, &t) || !qn_tenant_name_ok (t.data, t.len)))
+        bad = "tenant must be a tenant name";
+    else
+    if (!user && s_json_member (&doc, login ? "user" : "name", 128, &u))
+        bad = login ? "user must be a string of 1 to 128 bytes" : "name must be a string of 1 to 128 bytes";
+    else
+    if (!login && (s_json_member (&doc, "role", 16, &role)
+               ||  (op->role = qn_role_parse (role.data, role.len)) == QN_ROLE_NONE))
+        bad = "role must be one of admin, read-write, read-only, producer, consumer";
+    else
+    if (s_json_member (&doc, "password", QN_PW_MAX_LEN, &pw) || (!login && pw.len < 8))
+        bad = login ? "password must be a string" : "password must be 8 to 1024 bytes";
+    qn_json_doc_free (&doc);
+    if (!bad) {
+        snprintf (op->tenant, sizeof op->tenant, "%.*s", login ? (int) t.len : (int) strlen (tenant),
+                  login ? t.data : tenant);
+        snprintf (op->user, sizeof op->user, "%.*s", user ? (int) strlen (user) : (int) u.len,
+                  user ? user : u.data);
+        op->replace = user != NULL;
+        op->password = pw.data;
+        op->password_len = pw.len;
+        pw.data = NULL;
+    }
+    if (pw.data)
+        sodium_memzero (pw.data, pw.len);
+    qn_buf_free (&pw);
+    qn_buf_free (&t);
+    qn_buf_free (&u);
+    qn_buf_free (&role);
+    if (bad) {
+        s_req_error (self, req, 400, bad);
+        s_pwop_free (op);
+        return;
+    }
+    if (login) {
+        const char *p [2] = { op->tenant, op->user };
+        s_query (self, "SELECT role, hash FROM queen_proxy.user_login ($1, $2)", p, 2, s_on_login_user, op);
+    }
+    else
+        s_pw_request (self, req, op, QN_PW_HASH, "");
+}
+
+static void
+s_on_logged_out (self_t *self, PGresult *res, void *arg)
+{
+    s_keyop_t *op = arg;
+    s_req_t *req = qn_hashmap_get (self->reqs, op->req_id);
+    if (req && !s_res_ok (res))
+        s_req_error (self, req, 503, "Session store unavailable");
+    else
+    if (req) {
+        s_session_t *ses = qn_hashmap_remove (self->sessions, s_key_hash (op->key.id));
+        if (ses)
+            s_session_free_each (NULL, 0, ses);
+        qn_buf_t extra = QN_BUF_INIT;
+        s_cookie (&extra, "", 0);
+        const char json [] = "{\"loggedOut\":true}";
+        s_respond_json (self, req->conn_id, req->seq, req->keep_alive, 200, json, sizeof json - 1, extra.data);
+        qn_buf_free (&extra);
+        s_req_free (self, req);
+    }
+    free (op);
+}
+
+//  A presented "qs_..." session token: 0 and the session, or -1 with why.
+static s_session_t *
+s_session_check (self_t *self, const char *token, size_t len, const char **why)
+{
+    *why = "Invalid session";
+    if (len != QN_KEY_LEN || memcmp (token, "qs_", 3))
+        return NULL;
+    char as_key [QN_KEY_LEN + 1];
+    memcpy (as_key, token, len);
+    as_key [0] = 'q', as_key [1] = 'k';         //  The same shape as a key
+    char id [QN_KEY_ID_LEN + 1];
+    const char *secret;
+    size_t slen;
+    if (qn_key_parse (as_key, len, id, &secret, &slen))
+        return NULL;
+    s_session_t *ses = qn_hashmap_get (self->sessions, s_key_hash (id));
+    if (!ses || strcmp (ses->id, id))
+        return NULL;
+    unsigned char digest [crypto_hash_sha256_BYTES];
+    char hex [65];
+    crypto_hash_sha256 (digest, (const unsigned char *) token + 4 + QN_KEY_ID_LEN, QN_KEY_SECRET_LEN);
+    sodium_bin2hex (hex, sizeof hex, digest, sizeof digest);
+    if (sodium_memcmp (hex, ses->hash, 64))
+        return NULL;
+    if (ses->expires_ms <= qn_wall_us () / 1000) {
+        *why = "Session expired";
+        return NULL;
+    }
+    return ses;
+}
+
+// ------------------------------------------------------------------ SSO passthrough
+//  An IdP's JWT (the broker's JWT settings and JWKS fetcher): its tenant
+//  claim must name an enabled tenant of this proxy, its roles give admin,
+//  read-write or read-only. Returns 0 with the identity in req, or the
+//  client-facing reason.
+static const char *
+s_sso_check (self_t *self, s_req_t *req, const char *token, size_t len)
+{
+    const qn_jwt_keys_t *sets [2] = { self->static_keys, self->jwks_keys };
+    qn_jwt_policy_t policy = self->policy;
+    policy.now_s = qn_wall_us () / 1000000;
+    qn_jwt_result_t res;
+    int rc = qn_jwt_verify (token, len, sets, 2, &policy, &res);
+    static char why [192];
+    const char *refuse = NULL;
+    if (rc == QN_JWT_ENOKEY && self->jwks_configured && res.alg != QN_JWT_HS256) {
+        int64_t now = qn_now_ms ();
+        if (!self->refresh_asked_ms || now - self->refresh_asked_ms >= 1000) {
+            self->refresh_asked_ms = now;
+            msgpack_sbuffer b;
+            msgpack_sbuffer_init (&b);
+            msgpack_packer pk;
+            msgpack_packer_init (&pk, &b, msgpack_sbuffer_write);
+            qn_msg_jwks_refresh_encode (&pk);
+            qn_send_body (self->kernel, "jwks", QN_MSG_JWKS_REFRESH, 0, b.data, b.size);
+            msgpack_sbuffer_destroy (&b);
+        }
+    }
+    if (rc != QN_JWT_OK) {
+        snprintf (why, sizeof why, "%s", res.err);
+        refuse = why;
+    }
+    else
+    if (!res.tenant [0])
+        refuse = "Token names no tenant";
+    else {
+        s_tenant_t *t = qn_hashmap_get (self->tenants, s_key_hash (res.tenant));
+        if (!t || strcmp (t->name, res.tenant) || !t->active)
+            refuse = "Token names an unknown or disabled tenant";
+        else
+        if (res.level == QN_JWT_LEVEL_NONE)
+            refuse = "Token grants no role";
+    }
+    if (!refuse) {
+        snprintf (req->tenant, sizeof req->tenant, "%s", res.tenant);
+        req->role = res.level == QN_JWT_LEVEL_ADMIN ? QN_ROLE_ADMIN
+                  : res.level == QN_JWT_LEVEL_READ_WRITE ? QN_ROLE_READ_WRITE : QN_ROLE_READ_ONLY;
+        snprintf (req->user, sizeof req->user, "%s", res.subject ? res.subject : "");
+        req->sso = true;
+    }
+    qn_jwt_result_free (&res);
+    return refuse;
+}
+
+static int
+s_on_jwks (void *self_, const qn_env_t *env)
+{
+    self_t *self = self_;
+    qn_msg_jwks_keys_t msg;
+    if (qn_msg_jwks_keys_decode (env->body.ptr, env->body.len, &msg))
+        return QN_EPROTO;
+    qn_jwt_keys_t *keys = qn_jwt_keys_new ();
+    char err [128];
+    int added = qn_jwt_keys_add_jwks (keys, msg.json, msg.json_len, err, sizeof err);
+    if (added <= 0) {
+        qn_warn ("sso: jwks event ignored: %s", added < 0 ? err : "no usable key");
+        qn_jwt_keys_destroy (&keys);
+        return 0;
+    }
+    qn_jwt_keys_destroy (&self->jwks_keys);
+    self->jwks_keys = keys;
+    return 0;
+}
+
 // ------------------------------------------------------------------ requests
 //  The key of a request: "Authorization: Bearer qk_..." or "X-API-Key".
 static const s_key_t *
@@ -1237,7 +2016,7 @@ s_on_request (void *self_, const qn_env_t *env)
     req->body = qn_strndup (env->frame_count ? env->frames [0].ptr : "", req->body_len);
     qn_hashmap_put (self->reqs, req->id, req);
     bool forged = false;
-    char *presented = NULL;
+    char *presented = NULL, *cookie = NULL;
     for (uint32_t i = 0; i < m.header_count; i++) {
         qn_http_header_t h;
         qn_msg_http_request_header (&m, i, &h);
@@ -1263,8 +2042,17 @@ s_on_request (void *self_, const qn_env_t *env)
             free (presented);
             presented = qn_strndup (h.value, h.value_len);
         }
+        else
+        if (h.name_len == 6 && !strncasecmp (h.name, "cookie", 6) && !cookie)
+            cookie = qn_strndup (h.value, h.value_len);
     }
     msgpack_unpacked_destroy (&holder);
+    //  Without a key or token in the headers, a session cookie.
+    const char *cv;
+    size_t cvlen;
+    if (!presented && cookie && !qn_cookie_get (cookie, strlen (cookie), S_SESSION_COOKIE, &cv, &cvlen))
+        presented = qn_strndup (cv, cvlen);
+    free (cookie);
     qn_url_t url;
     if (qn_url_parse (&url, req->target, strlen (req->target))) {
         free (presented);
@@ -1281,20 +2069,52 @@ s_on_request (void *self_, const qn_env_t *env)
         status = route.path_known ? 405 : 404, refuse = route.path_known ? "Method not allowed" : "Not found";
     else
     if (!route.public_) {
-        const s_key_t *k = presented ? s_authenticate (self, presented, strlen (presented)) : NULL;
+        bool is_session = presented && !strncmp (presented, "qs_", 3);
+        bool is_jwt = presented && self->sso && strncmp (presented, "qk_", 3) && !is_session
+                   && strchr (presented, '.');
+        const char *why = "Invalid API key";
+        const s_key_t *k = presented && !is_session && !is_jwt
+                         ? s_authenticate (self, presented, strlen (presented)) : NULL;
+        const s_session_t *ses = is_session ? s_session_check (self, presented, strlen (presented), &why) : NULL;
+        if (is_jwt)
+            why = s_sso_check (self, req, presented, strlen (presented));
         if (!presented || !*presented)
             status = 401, refuse = "Authentication required";
         else
-        if (!k)
-            status = 401, refuse = "Invalid API key";
-        else {
-            snprintf (req->tenant, sizeof req->tenant, "%s", k->tenant);
-            snprintf (req->key_id, sizeof req->key_id, "%s", k->id);
-            req->role = k->role;
+        if (is_jwt && why)
+            status = 401, refuse = why;
+        else
+        if (is_jwt) {
+            if (route.kind == QN_PR_OPERATOR)
+                status = 403, refuse = "Operator key required";
+            else
             if (route.kind == QN_PR_CLUSTER)
                 status = 403, refuse = "Not available to tenants";
             else
-            if (!qn_proxy_route_allows (&route, k->role))
+            if (!qn_proxy_route_allows (&route, req->role))
+                status = 403, refuse = "Insufficient permissions";
+        }
+        else
+        if (!k && !ses)
+            status = 401, refuse = why;
+        else {
+            snprintf (req->tenant, sizeof req->tenant, "%s", k ? k->tenant : ses->tenant);
+            snprintf (req->key_id, sizeof req->key_id, "%s", k ? k->id : ses->id);
+            req->role = k ? k->role : ses->role;
+            req->session = ses != NULL;
+            if (ses)
+                snprintf (req->user, sizeof req->user, "%s", ses->user);
+            req->operator_ = !req->tenant [0];
+            if (req->operator_ && route.kind != QN_PR_OPERATOR && strcmp (route.pattern, "/proxy/v1/whoami"))
+                status = 403, refuse = "Operator keys reach only the proxy's administration";
+            else
+            if (!req->operator_ && route.kind == QN_PR_OPERATOR)
+                status = 403, refuse = "Operator key required";
+            else
+            if (route.kind == QN_PR_CLUSTER)
+                status = 403, refuse = "Not available to tenants";
+            else
+            if (!qn_proxy_route_allows (&route, req->role))
                 status = 403, refuse = "Insufficient permissions";
         }
     }
@@ -1324,7 +2144,13 @@ s_on_request (void *self_, const qn_env_t *env)
             refuse = items > t->messages.burst ? "Batch exceeds the plan's message rate"
                                                : "Message rate limit exceeded";
         else
+        if (req->is_pop && t->max_long_polls && t->polls >= t->max_long_polls)
+            status = 429, refuse = "Long-poll limit exceeded", wait_ms = 1000;
+        else {
             t->usage.messages_in += items;
+            if (req->is_pop)
+                t->polls++, req->poll_counted = true;
+        }
         if (refuse)
             t->usage.refused++;
         if (status == 429)
@@ -1351,6 +2177,9 @@ s_on_request (void *self_, const qn_env_t *env)
     }
     if (route.kind == QN_PR_LOCAL)
         s_local (self, req, &route, &url);
+    else
+    if (route.kind == QN_PR_OPERATOR)
+        s_admin (self, req, &route, &url);
     else
         s_forward (self, req);
     qn_url_free (&url);
@@ -1534,6 +2363,8 @@ s_on_start (void *self_, const qn_env_t *env)
 {
     (void) env;
     self_t *self = self_;
+    if (self->sso)
+        qn_subscribe (self->kernel, "jwks");
     qn_timer_add (self->kernel, S_TICK_MS, S_TICK_MS, s_on_tick, NULL);
     s_on_tick (self, NULL);
     return 0;
@@ -1600,12 +2431,19 @@ s_destroy (void **self_p)
     qn_hashmap_destroy (&self->keys);
     qn_hashmap_each (self->tenants, s_tenant_free_each, NULL);
     qn_hashmap_destroy (&self->tenants);
+    if (self->sessions)
+        qn_hashmap_each (self->sessions, s_session_free_each, NULL);
+    qn_hashmap_destroy (&self->sessions);
     while (self->q_head) {
         s_query_t *q = self->q_head;
         self->q_head = q->next;
         if (q->cb == s_on_key_created || q->cb == s_on_key_revoked || q->cb == s_on_keys_listed
-        ||  q->cb == s_on_usage || q->cb == s_on_flushed)
+        ||  q->cb == s_on_usage || q->cb == s_on_flushed || q->cb == s_on_admin
+        ||  q->cb == s_on_logged_out)
             free (q->arg);
+        else
+        if (q->cb == s_on_login_user || q->cb == s_on_session_created)
+            s_pwop_free (q->arg);
         s_query_free (q);
     }
     while (self->held_head) {
@@ -1615,6 +2453,8 @@ s_destroy (void **self_p)
     }
     if (self->pg)
         PQfinish (self->pg);
+    qn_jwt_keys_destroy (&self->static_keys);
+    qn_jwt_keys_destroy (&self->jwks_keys);
     free (self);
     *self_p = NULL;
 }
@@ -1625,6 +2465,7 @@ static const qn_route_t s_routes [] = {
     { QN_MSG_HTTP_REQUEST, s_on_request },
     { QN_MSG_HTTP_CLOSED, s_on_closed },
     { QN_MSG_HTTP_DRAINED, s_on_drained },
+    { QN_MSG_JWKS_KEYS, s_on_jwks },
     { 0, NULL }
 };
 
@@ -1644,6 +2485,29 @@ qn_proxy_new (qn_kernel_t *kernel, const qn_config_t *config, const char *accept
     self->fds = qn_hashmap_new ();
     self->keys = qn_hashmap_new ();
     self->tenants = qn_hashmap_new ();
+    self->sessions = qn_hashmap_new ();
+    self->sso = config->jwt_enabled;
+    if (self->sso) {
+        qn_jwt_alg_t alg = QN_JWT_AUTO;
+        qn_jwt_alg_parse (config->jwt_algorithm, &alg);     //  Checked by config.c
+        self->jwks_configured = config->jwt_jwks_url [0] != 0;
+        self->policy = (qn_jwt_policy_t) {
+            .algorithm = alg, .issuer = config->jwt_issuer, .audience = config->jwt_audience,
+            .clock_skew_s = config->jwt_clock_skew_s, .role_claim = config->jwt_roles_claim,
+            .roles_claim = config->jwt_roles_array_claim, .role_admin = config->jwt_role_admin,
+            .role_read_write = config->jwt_role_read_write, .role_read_only = config->jwt_role_read_only,
+            .tenant_claim = config->jwt_tenant_claim
+        };
+        self->static_keys = qn_jwt_keys_new ();
+        char err [256];
+        if (config->jwt_secret [0])
+            qn_jwt_keys_add_secret (self->static_keys, config->jwt_secret, strlen (config->jwt_secret), NULL);
+        if (config->jwt_public_key [0]
+        &&  qn_jwt_keys_add_pem (self->static_keys, config->jwt_public_key, strlen (config->jwt_public_key),
+                                 NULL, err, sizeof err))
+            qn_warn ("sso: JWT_PUBLIC_KEY not loaded: %s", err);
+        qn_info ("sso: IdP tokens accepted: jwks=%s", self->jwks_configured ? "yes" : "no");
+    }
     self->flushed_ms = qn_now_ms ();
     if (s_parse_upstreams (self, config->queen_upstreams)) {
         qn_error ("QUEEN_UPSTREAMS must be a comma-separated list of http://host:port");

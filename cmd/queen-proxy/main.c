@@ -5,7 +5,9 @@
     keys, roles; actors/proxy/proxy.c) and its HTTP door "proxy_acceptor"
     (qn_http_acceptor_new). Sub-commands manage tenants and keys directly
     in PostgreSQL for the first admin: create-tenant, create-key,
-    revoke-key. A key is printed once, on stdout, and never logged.
+    revoke-key, set-limits, create-operator-key (a key of no tenant for
+    the admin routes /proxy/v1/admin/...), create-user (a user of a
+    tenant; its password read from stdin). A key is printed once, on stdout, and never logged.
     Exits 0 after a clean shutdown, 1 when it cannot start (PostgreSQL,
     schema, port), 2 for bad configuration or usage.
 */
@@ -159,10 +161,109 @@ s_create_key (PGconn *conn, const char *tenant, const char *role, const char *la
     return 0;
 }
 
+//  create-operator-key [LABEL]: a key of no tenant for the admin routes.
+static int
+s_operator_key (const qn_config_t *config, const char *label)
+{
+    PGconn *conn = s_connect (config);
+    if (!conn)
+        return 1;
+    char err [512];
+    qn_key_new_t k;
+    int rc = 0;
+    if (s_schema (conn, err, sizeof err) < 0) {
+        fprintf (stderr, "queen-proxy: schema not applied: %s\n", err);
+        rc = 1;
+    }
+    else
+    if (qn_key_generate (&k)) {
+        fprintf (stderr, "queen-proxy: key generation failed\n");
+        rc = 1;
+    }
+    else {
+        const char *p [3] = { k.id, k.hash, label ? label : "operator key" };
+        if (s_exec (conn, "SELECT queen_proxy.operator_key_create ($1, $2, $3)", 3, p, NULL, err, sizeof err)) {
+            fprintf (stderr, "queen-proxy: key not created: %s\n", err);
+            rc = 1;
+        }
+        else
+            printf ("{\"operator\":true,\"role\":\"admin\",\"id\":\"%s\",\"key\":\"%s\"}\n", k.id, k.key);
+        memset (&k, 0, sizeof k);
+    }
+    PQfinish (conn);
+    return rc;
+}
+
+//  create-user TENANT USER ROLE: the password is the first line of stdin.
+static int
+s_create_user (const qn_config_t *config, char **argv)
+{
+    qn_role_t r = qn_role_parse (argv [4], strlen (argv [4]));
+    if (r == QN_ROLE_NONE) {
+        fprintf (stderr, "queen-proxy: role must be admin, read-write, read-only, producer or consumer\n");
+        return 2;
+    }
+    char pw [1100] = "";
+    if (!fgets (pw, sizeof pw, stdin)) {
+        fprintf (stderr, "queen-proxy: give the password on stdin\n");
+        return 2;
+    }
+    size_t n = strcspn (pw, "\r\n");
+    pw [n] = 0;
+    char hash [QN_KEY_HASH_MAX];
+    if (n < 8 || n > 1024) {
+        fprintf (stderr, "queen-proxy: a password is 8 to 1024 bytes\n");
+        memset (pw, 0, sizeof pw);
+        return 2;
+    }
+    int hashed = qn_password_hash (hash, pw, n);
+    memset (pw, 0, sizeof pw);
+    if (hashed) {
+        fprintf (stderr, "queen-proxy: password hashing failed\n");
+        return 1;
+    }
+    PGconn *conn = s_connect (config);
+    if (!conn)
+        return 1;
+    char err [512];
+    PGresult *res = NULL;
+    int rc = 0;
+    const char *p [4] = { argv [2], argv [3], qn_role_name (r), hash };
+    if (s_schema (conn, err, sizeof err) < 0) {
+        fprintf (stderr, "queen-proxy: schema not applied: %s\n", err);
+        rc = 1;
+    }
+    else
+    if (s_exec (conn, "SELECT queen_proxy.admin_user_put ($1, $2, $3, $4, false)", 4, p, &res, err, sizeof err)) {
+        fprintf (stderr, "queen-proxy: user not created: %s\n", err);
+        rc = 1;
+    }
+    else {
+        printf ("%s\n", PQgetvalue (res, 0, 0));
+        PQclear (res);
+    }
+    PQfinish (conn);
+    return rc;
+}
+
 static int
 s_command (const qn_config_t *config, int argc, char **argv)
 {
     const char *cmd = argv [1];
+    if (!strcmp (cmd, "create-user")) {
+        if (argc != 5 || !qn_tenant_name_ok (argv [2], strlen (argv [2]))) {
+            fprintf (stderr, "queen-proxy: create-user TENANT USER ROLE (password on stdin)\n");
+            return 2;
+        }
+        return s_create_user (config, argv);
+    }
+    if (!strcmp (cmd, "create-operator-key")) {
+        if (argc > 3) {
+            fprintf (stderr, "queen-proxy: create-operator-key [LABEL]\n");
+            return 2;
+        }
+        return s_operator_key (config, argc > 2 ? argv [2] : NULL);
+    }
     int need = !strcmp (cmd, "create-tenant") ? 3 : !strcmp (cmd, "create-key") ? 4
              : !strcmp (cmd, "revoke-key") ? 4 : !strcmp (cmd, "set-limits") ? 7 : 0;
     if (!need || argc < need || argc > need + (strcmp (cmd, "create-key") ? 0 : 1)) {
@@ -292,7 +393,9 @@ main (int argc, char **argv)
         return 1;
     }
     qn_kernel_t *kernel = qn_kernel_new (&config);
-    bool ok = qn_proxy_new (kernel, &config, "proxy_acceptor")
+    bool ok = qn_jwks_new (kernel, &config)
+           && qn_proxy_hasher_new (kernel)
+           && qn_proxy_new (kernel, &config, "proxy_acceptor")
            && qn_http_acceptor_new (kernel, &config, &(qn_http_door_t) {
                   .name = "proxy_acceptor", .codec = "proxy", .port = config.port });
     int rc = 1;

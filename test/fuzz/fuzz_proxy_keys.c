@@ -5,7 +5,9 @@
                   must rebuild it byte for byte, and it never verifies
                   against a fixed hash (the fuzzer cannot know the secret);
       byte 0 = 1: the rest is "METHOD target": classification never
-                  crashes, and a route no role may call is never allowed.
+                  crashes, and a route no role may call is never allowed;
+      byte 0 = 2: the rest is a Cookie header: a found value lies inside
+                  it, right after "queen_session=".
 */
 #include <stddef.h>
 #include <stdint.h>
@@ -45,6 +47,14 @@ LLVMFuzzerTestOneInput (const uint8_t *data, size_t size)
             if (qn_key_verify (s_hash, secret, slen))
                 abort ();
         }
+        return 0;
+    }
+    if (data [0] == 2) {
+        const char *v;
+        size_t n;
+        if (qn_cookie_get (text, len, "queen_session", &v, &n) == 0
+        &&  (v < text + 14 || v + n > text + len || memcmp (v - 14, "queen_session=", 14)))
+            abort ();
         return 0;
     }
     const char *sp = memchr (text, ' ', len);

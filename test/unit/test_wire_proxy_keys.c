@@ -90,6 +90,39 @@ test_passwords (void **state)
     assert_int_equal (qn_password_hash (h, "", 0), -1);
 }
 
+static void
+test_cookies (void **state)
+{
+    (void) state;
+    const char *v;
+    size_t n;
+    const char *h = "theme=dark;  queen_session=qs_abc ; x=1";
+    assert_int_equal (qn_cookie_get (h, strlen (h), "queen_session", &v, &n), 0);
+    assert_int_equal (n, 6);
+    assert_memory_equal (v, "qs_abc", 6);
+    assert_int_equal (qn_cookie_get (h, strlen (h), "theme", &v, &n), 0);
+    assert_memory_equal (v, "dark", 4);
+    assert_int_equal (qn_cookie_get (h, strlen (h), "x", &v, &n), 0);
+    assert_int_equal (n, 1);
+    //  Names match whole: no prefix, no suffix, no value-only match.
+    const char *k = "xqueen_session=a; queen_sessionx=b; y=queen_session=c";
+    assert_int_equal (qn_cookie_get (k, strlen (k), "queen_session", &v, &n), -1);
+    assert_int_equal (qn_cookie_get ("", 0, "a", &v, &n), -1);
+    assert_int_equal (qn_cookie_get (";;; ", 4, "a", &v, &n), -1);
+    assert_int_equal (qn_cookie_get ("a", 1, "a", &v, &n), -1);
+    assert_int_equal (qn_cookie_get ("a=", 2, "a", &v, &n), 0);
+    assert_int_equal (n, 0);
+    //  The first pair wins; the length bounds the search.
+    const char *d = "a=1; a=2";
+    assert_int_equal (qn_cookie_get (d, strlen (d), "a", &v, &n), 0);
+    assert_memory_equal (v, "1", 1);
+    assert_int_equal (qn_cookie_get (d, 1, "a", &v, &n), -1);
+    const char *e = "b=1; a=2";
+    assert_int_equal (qn_cookie_get (e, 4, "a", &v, &n), -1);
+    assert_int_equal (qn_cookie_get (e, 7, "a", &v, &n), 0);
+    assert_int_equal (n, 0);
+}
+
 int
 main (void)
 {
@@ -97,6 +130,7 @@ main (void)
         cmocka_unit_test (test_generate_parse_verify),
         cmocka_unit_test (test_malformed_keys),
         cmocka_unit_test (test_passwords),
+        cmocka_unit_test (test_cookies),
     };
     return cmocka_run_group_tests (tests, NULL, NULL);
 }

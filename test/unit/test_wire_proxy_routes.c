@@ -105,6 +105,29 @@ test_kinds (void **state)
     assert_string_equal (r.pattern, "/api/v1/consumer-groups/lagging");
     r = s_route ("GET", "/api/v1/consumer-groups/billing");
     assert_string_equal (r.pattern, "/api/v1/consumer-groups/:group");
+    //  The proxy's administration: operator routes (admin role; the proxy
+    //  also requires a key without tenant), every method and path.
+    const char *ops [] [2] = {
+        { "GET", "/proxy/v1/admin/plans" }, { "POST", "/proxy/v1/admin/plans" },
+        { "GET", "/proxy/v1/admin/plans/gold" }, { "PUT", "/proxy/v1/admin/plans/gold" },
+        { "DELETE", "/proxy/v1/admin/plans/gold" }, { "GET", "/proxy/v1/admin/tenants" },
+        { "POST", "/proxy/v1/admin/tenants" }, { "GET", "/proxy/v1/admin/tenants/acme" },
+        { "PATCH", "/proxy/v1/admin/tenants/acme" }, { "DELETE", "/proxy/v1/admin/tenants/acme" },
+        { "GET", "/proxy/v1/admin/tenants/acme/keys" }, { "POST", "/proxy/v1/admin/tenants/acme/keys" },
+        { "DELETE", "/proxy/v1/admin/tenants/acme/keys/0123456789abcdef" },
+    };
+    for (size_t i = 0; i < sizeof ops / sizeof ops [0]; i++) {
+        r = s_route (ops [i] [0], ops [i] [1]);
+        assert_int_equal (r.kind, QN_PR_OPERATOR);
+        assert_false (r.public_);
+        s_expect (ops [i] [0], ops [i] [1], "A");
+    }
+    r = s_route ("PATCH", "/proxy/v1/admin/plans/gold");
+    assert_int_equal (r.kind, QN_PR_UNKNOWN);
+    assert_true (r.path_known);
+    r = s_route ("GET", "/proxy/v1/admin/tenants/acme/keys/x/y");
+    assert_int_equal (r.kind, QN_PR_UNKNOWN);
+    assert_false (r.path_known);
     //  An encoded slash stays inside its segment.
     r = s_route ("GET", "/api/v1/resources/queues/a%2Fb");
     assert_string_equal (r.pattern, "/api/v1/resources/queues/:queue");
@@ -137,7 +160,7 @@ test_every_broker_route (void **state)
                  && strcmp (r->pattern, "/api/v1/analytics/postgres-stats")
                  && strncmp (r->pattern, "/internal/", 10)))
                 fail_msg ("broker route %s %s is not in the proxy's table", r->method, r->pattern);
-            if (pr.kind == QN_PR_LOCAL && strcmp (r->pattern, "/health"))
+            if ((pr.kind == QN_PR_LOCAL && strcmp (r->pattern, "/health")) || pr.kind == QN_PR_OPERATOR)
                 fail_msg ("broker route %s %s is shadowed by a proxy route", r->method, r->pattern);
             seen++;
         }
