@@ -15,7 +15,7 @@ import path from 'node:path';
 import { chromium } from 'playwright-core';
 import {
     BIN, startBroker, settle, http, psql, createDatabase, configureQueue, pushItems,
-    popMessages, ack, ackFor, request, waitFor,
+    popMessages, ack, ackFor, request, waitFor, transaction,
 } from './lib.mjs';
 
 const SHOTS = path.join(path.dirname(BIN), 'test-output', 'dashboard');
@@ -46,6 +46,18 @@ before(async () => {
     await request(url, '/api/v1/kv/carts/user-1', { method: 'PUT', body: { items: [1, 2] } });
     await request(url, '/api/v1/timers', { method: 'POST', expect: [200, 201],
         body: { timerId: 'remind-1', queue: 'dash.orders', payload: { remind: true }, fireAt: new Date(Date.now() + 3600e3).toISOString() } });
+
+    //  More than one page everywhere the dashboard pages: 120 messages in
+    //  three partitions (the browser shows 50 a page), 60 keys in one
+    //  bucket (50 a page) and 103 buckets (100 a page).
+    await pushItems(url, Array.from({ length: 120 }, (_, i) => ({
+        queue: 'dash.browse', partition: `b-${Math.floor(i / 40)}`, transactionId: `br-${String(i).padStart(3, '0')}`,
+        payload: { i } })), { queued: true });
+    const kvOps = [
+        ...Array.from({ length: 101 }, (_, i) => ({ type: 'kv.set', bucket: `b-${String(i).padStart(3, '0')}`, key: 'k', value: i })),
+        ...Array.from({ length: 60 }, (_, i) => ({ type: 'kv.set', bucket: 'many', key: `key-${String(i).padStart(3, '0')}`, value: i })),
+    ];
+    assert.equal((await transaction(url, kvOps)).success, true);
 
     //  The 100,000-partition queue: set up in PostgreSQL directly (ten
     //  queen.push calls of 10,000 partitions), which is only the fixture;
@@ -105,8 +117,8 @@ test('the broker serves the dashboard and its assets from the binary', async () 
 test('every view loads against a broker with data, without a console error', async () => {
     await open('#/overview', '01-overview');
     assert.match(await page.textContent('#overview-cards'), /connected/);
-    //  Stored messages: 30 + 1 + 100,000 (+ nothing else), from the statistics
-    assert.match(await page.textContent('#overview-cards'), /100,031/);
+    //  Stored messages: 30 + 1 + 120 + 100,000 (+ nothing else), from the statistics
+    assert.match(await page.textContent('#overview-cards'), /100,151/);
     assert.equal(await page.locator('#chart-live .uplot').count(), 1);
     assert.equal(await page.locator('#chart-history .uplot').count(), 1);
 
@@ -149,12 +161,95 @@ test('every view loads against a broker with data, without a console error', asy
     await page.screenshot({ path: path.join(SHOTS, '09-message.png'), fullPage: true });
     await open('#/dlq', '10-dlq');
     assert.match(await page.textContent('#dlq-table'), /cannot parse/);
-    await open('#/state', '11-state');
-    assert.match(await page.textContent('#kv-buckets'), /carts/);
+    await open('#/state?bucket=carts', '11-state');
+    assert.match(await page.textContent('main'), /Bucket carts/);
     assert.match(await page.textContent('#kv-keys'), /user-1/);
     assert.match(await page.textContent('#timers'), /remind-1/);
     await open('#/system', '12-system');
     assert.equal(await page.isChecked('#maint-push'), false);
+    assert.deepEqual(problems, []);
+});
+
+//  The transaction ids in the rows of a table (the messages' links).
+async function txnIds (sel) {
+    return page.$$eval(`${sel} a.msg-link`, (as) => as.map((a) => a.textContent));
+}
+
+//  Clicks a pager's Next (or Previous) and waits for the page number.
+async function turn (box, button, pageNo) {
+    await page.click(`#${button}`);
+    await page.waitForSelector(`#${box}[data-page="${pageNo}"]`);
+}
+
+test('the message browser and the kv view page through everything, keyset pages', async () => {
+    //  120 messages in b-0, b-1, b-2 (40 each): pages of 50, 50, 20,
+    //  partition by partition, newest first in each; every message once.
+    await open('#/messages?queue=dash.browse', '16-messages-page1');
+    const seen = [];
+    const p1 = await txnIds('#messages-table');
+    assert.equal(p1.length, 50);
+    assert.equal(p1[0], 'br-039');          //  b-0, newest first
+    assert.equal(p1[39], 'br-000');
+    assert.equal(p1[40], 'br-079');         //  then b-1
+    assert.equal(await page.isDisabled('#messages-prev'), true);
+    seen.push(...p1);
+    await turn('messages-table', 'messages-next', 2);
+    const p2 = await txnIds('#messages-table');
+    assert.equal(p2.length, 50);
+    assert.equal(p2[0], 'br-069');
+    seen.push(...p2);
+    await turn('messages-table', 'messages-next', 3);
+    const p3 = await txnIds('#messages-table');
+    assert.equal(p3.length, 20);
+    assert.equal(p3[19], 'br-080');
+    assert.equal(await page.isDisabled('#messages-next'), true);
+    seen.push(...p3);
+    await page.screenshot({ path: path.join(SHOTS, '17-messages-page3.png'), fullPage: true });
+    assert.equal(new Set(seen).size, 120);
+    assert.deepEqual([...seen].sort(), Array.from({ length: 120 }, (_, i) => `br-${String(i).padStart(3, '0')}`));
+    await turn('messages-table', 'messages-prev', 2);
+    assert.deepEqual(await txnIds('#messages-table'), p2);
+
+    //  One partition of the 100,000-partition queue, and the queue as a
+    //  whole: a page of 50 partitions' messages, then the next 50.
+    await open(`#/messages?queue=${BIG}&partition=p077777`);
+    assert.equal(await page.locator('#messages-table tbody tr').count(), 1);
+    assert.match(await page.textContent('#messages-table'), /p077777/);
+    await open(`#/messages?queue=${BIG}`, '18-messages-big');
+    const parts = () => page.$$eval('#messages-table tbody tr td:nth-child(2)', (tds) => tds.map((t) => t.textContent));
+    const b1 = await parts();
+    assert.equal(b1.length, 50);
+    assert.equal(b1[0], `${BIG} / p000000`);
+    assert.equal(b1[49], `${BIG} / p000049`);
+    await turn('messages-table', 'messages-next', 2);
+    const b2 = await parts();
+    assert.equal(b2[0], `${BIG} / p000050`);
+    assert.equal(b2[49], `${BIG} / p000099`);
+
+    //  Buckets: 103 of them, 100 a page; keys of "many": 60, 50 a page.
+    await open('#/state?bucket=many', '19-kv-page1');
+    const buckets = () => page.$$eval('#kv-buckets a.pill', (as) => as.map((a) => a.textContent));
+    const bk1 = await buckets();
+    assert.equal(bk1.length, 100);
+    assert.equal(bk1[0], 'b-000');
+    assert.equal(bk1[99], 'b-099');
+    await turn('kv-buckets', 'buckets-next', 2);
+    assert.deepEqual(await buckets(), ['b-100', 'carts', 'many']);
+    assert.equal(await page.isDisabled('#buckets-next'), true);
+    const keys = () => page.$$eval('#kv-keys a.kv-key', (as) => as.map((a) => a.textContent));
+    const k1 = await keys();
+    assert.equal(k1.length, 50);
+    assert.equal(k1[0], 'key-000');
+    await turn('kv-keys', 'kv-next', 2);
+    const k2 = await keys();
+    assert.deepEqual(k2, Array.from({ length: 10 }, (_, i) => `key-${String(50 + i).padStart(3, '0')}`));
+    assert.equal(await page.isDisabled('#kv-next'), true);
+    await page.screenshot({ path: path.join(SHOTS, '20-kv-page2.png'), fullPage: true });
+    //  A prefix search narrows the keys to one page.
+    await page.fill('#kv-prefix', 'key-05');
+    await page.click('#main form:has(#kv-prefix) button[type=submit]');
+    await page.waitForFunction(() => document.querySelectorAll('#kv-keys a.kv-key').length === 10
+        && document.querySelector('#kv-keys a.kv-key').textContent === 'key-050');
     assert.deepEqual(problems, []);
 });
 
@@ -164,7 +259,8 @@ test('actions: requeue a dead letter, seek a group, toggle maintenance', async (
     await page.click('#dlq-table .dlq-requeue');
     await settled();
     await waitFor(async () => (await request(url, '/api/v1/dlq?queue=dash.dlq')).body.total === 0, 10000);
-    assert.match(await page.textContent('main'), /empty/);
+    //  The view re-renders after the action: it then says the DLQ is empty.
+    await page.waitForFunction(() => /empty/.test(document.querySelector('#dlq-table')?.textContent || ''));
     const back = await popMessages(url, 'dash.dlq');
     assert.equal(back.length, 1);
     assert.deepEqual(back[0].data, { poison: true });
