@@ -130,6 +130,36 @@ function showWho () {
     : '');
 }
 
+// ---------------------------------------------------------------- brokers
+// The mesh as /health reports it (docs/mesh.md): this broker's id and its
+// peers. Fields the view does not know are ignored; missing ones show '–'.
+function meshPeers (mesh) {
+  return mesh && mesh.enabled && Array.isArray(mesh.peers) ? mesh.peers : [];
+}
+
+function brokersCard (mesh) {
+  const peers = meshPeers(mesh);
+  if (!mesh || !mesh.enabled) return card('Brokers', '1', mesh && mesh.reason ? `mesh off: ${mesh.reason}` : 'this broker; the mesh is off');
+  const up = peers.filter((p) => p.state === 'up').length;
+  return card('Brokers', fmt(1 + up), `this broker + ${fmt(up)} of ${fmt(peers.length)} peers up`, up === peers.length ? 'ok' : 'warn');
+}
+
+function brokersPanel (mesh) {
+  const peers = meshPeers(mesh);
+  const rows = mesh && mesh.enabled
+    ? [{ address: mesh.id, state: 'this broker', self: true }, ...peers]
+    : [];
+  return el('div', {},
+    el('h2', {}, 'Brokers'),
+    el('div', { class: 'panel', id: 'brokers' }, table([
+      { label: 'broker (mesh address)', get: (p) => p.address ?? '–' },
+      { label: 'state', get: (p) => el('span', { class: `pill ${p.self || p.state === 'up' ? 'ok' : 'warn'}` }, p.state ?? '–') },
+      { label: 'last heard', num: true, get: (p) => p.self ? '–' : (typeof p.lastHeardMs === 'number' && p.lastHeardMs >= 0 ? `${fmt(p.lastHeardMs)} ms ago` : 'never') },
+      { label: 'hints received', num: true, get: (p) => p.self ? fmt(mesh.hints?.received) : fmt(p.hintsReceived) },
+      { label: 'reconnects', num: true, get: (p) => p.self ? '–' : fmt(p.reconnects) },
+    ], rows, mesh && mesh.reason ? `The mesh is off (${mesh.reason}): this broker works alone.` : 'The mesh is off: this broker works alone.')));
+}
+
 // ---------------------------------------------------------------- overview
 async function viewOverview (main) {
   main.append(el('h1', {}, 'Overview'));
@@ -155,10 +185,11 @@ async function viewOverview (main) {
     card('Dead letters', fmt(m.deadLetter), `${fmt(m.failed)} DLQ entries`, m.deadLetter ? 'warn' : ''),
     card('Lag', `${fmt(ov.lag.time.max)} s`, `max offset lag ${fmt(ov.lag.offset.max)}`),
     card('Errors', fmt(promSum(prom, 'queen_http_responses_5xx_total') ?? 0), `${fmt(promSum(prom, 'queen_db_errors_total'))} database errors`),
-    card('Brokers', '1', 'this broker; no mesh peers reported'),
+    brokersCard(health.mesh),
     card('Maintenance', maint.maintenanceMode || maint.popMaintenanceMode ? 'on' : 'off',
       `push ${maint.maintenanceMode ? 'on' : 'off'} · pop ${maint.popMaintenanceMode ? 'on' : 'off'}`, maint.maintenanceMode || maint.popMaintenanceMode ? 'warn' : 'ok'),
   );
+  main.append(brokersPanel(health.mesh));
   cards.append(card('Stored (maintained)', fmt(summaries.queues.reduce((a, q) => a + q.messages, 0)), 'from the statistics table'));
 
   // Live throughput: rates between two scrapes of /metrics/prometheus.

@@ -15,7 +15,7 @@ import path from 'node:path';
 import { chromium } from 'playwright-core';
 import {
     BIN, startBroker, settle, http, psql, createDatabase, configureQueue, pushItems,
-    popMessages, ack, ackFor, request, waitFor, transaction,
+    popMessages, ack, ackFor, request, waitFor, transaction, freePort,
 } from './lib.mjs';
 
 const SHOTS = path.join(path.dirname(BIN), 'test-output', 'dashboard');
@@ -210,6 +210,22 @@ test('the message browser and the kv view page through everything, keyset pages'
     await turn('messages-table', 'messages-prev', 2);
     assert.deepEqual(await txnIds('#messages-table'), p2);
 
+    //  The route under the browser: a time range, a cursor that is not one.
+    const route = '/api/v1/resources/queues/dash.browse/messages';
+    const hourAgo = new Date(Date.now() - 3600e3).toISOString();
+    let r = await request(url, `${route}?limit=200&from=${hourAgo}`);
+    assert.equal(r.body.messages.length, 120);
+    assert.equal(r.body.next, null);
+    r = await request(url, `${route}?to=${hourAgo}`);
+    assert.deepEqual(r.body, { queue: 'dash.browse', messages: [], next: null });
+    r = await request(url, `${route}?partition=b-2&limit=5`);
+    assert.deepEqual(r.body.messages.map((m) => m.transactionId), ['br-119', 'br-118', 'br-117', 'br-116', 'br-115']);
+    r = await request(url, `${route}?partition=b-2&limit=5&cursor=${encodeURIComponent(r.body.next)}`);
+    assert.equal(r.body.messages[0].transactionId, 'br-114');
+    assert.equal((await request(url, `${route}?cursor=nope`, { expect: 400 })).body.error,
+        'Invalid cursor: must be the next of a previous page');
+    assert.equal((await request(url, '/api/v1/resources/queues/no.such/messages', { expect: 404 })).status, 404);
+
     //  One partition of the 100,000-partition queue, and the queue as a
     //  whole: a page of 50 partitions' messages, then the next 50.
     await open(`#/messages?queue=${BIG}&partition=p077777`);
@@ -289,6 +305,71 @@ test('actions: requeue a dead letter, seek a group, toggle maintenance', async (
     assert.deepEqual(problems, []);
     for (const f of ['01-overview.png', '03-big-queue.png', '10-dlq.png', '14-maintenance-on.png'])
         assert.ok(fs.statSync(path.join(SHOTS, f)).size > 10000, f);
+});
+
+test('the brokers view: two brokers joined by the mesh list each other, one leaving shows', async () => {
+    //  Two brokers on their own database, meshed (docs/mesh.md); the
+    //  single broker of the other tests has the mesh off (startBroker's
+    //  MESH_PORT=0) and its overview says so.
+    await open('#/overview');
+    assert.match(await page.textContent('#brokers'), /mesh is off/);
+    const mdb = await createDatabase('dashmesh');
+    const meshed = [];
+    const start = async () => {
+        const port = await freePort();
+        const b = await startBroker({ db: mdb, env: {
+            MESH_PORT: String(port), MESH_SECRET: 'dash-mesh-secret-0123456789abcdef',
+            MESH_ADVERTISED_HOST: '127.0.0.1', MESH_HEARTBEAT_MS: '500' } });
+        b.meshId = `127.0.0.1:${port}`;
+        meshed.push(b);
+        return b;
+    };
+    const p = await browser.newPage({ viewport: { width: 1400, height: 1000 } });
+    const seen = [];
+    p.on('console', (msg) => { if (msg.type() === 'error') seen.push(msg.text()); });
+    p.on('pageerror', (err) => seen.push(`page error: ${err.message}`));
+    try {
+        const A = await start();
+        const B = await start();
+        const upOn = (x, y) => async () => ((await http(`${x.url}/health`)).body.mesh?.peers ?? [])
+            .some((q) => q.address === y.meshId && q.state === 'up');
+        await waitFor(upOn(B, A), 20000, 100);
+        //  A's overview, reloaded until it lists B up (the status the page
+        //  reads is the mesh's last periodic report)
+        const brokerRows = async () => {
+            //  (a goto to the URL the page is on would only move to the
+            //  same fragment: reload to read /health again)
+            if (p.url() === `${A.url}/#/overview`)
+                await p.reload();
+            else
+                await p.goto(`${A.url}/#/overview`);
+            await p.waitForSelector('main[data-ready="true"]');
+            return p.$$eval('#brokers tbody tr', (trs) => trs.map((tr) => [...tr.children].map((td) => td.textContent)));
+        };
+        let rows = [];
+        await waitFor(async () => (rows = await brokerRows()).some((r) => r[0] === B.meshId && r[1] === 'up'), 20000, 250);
+        assert.equal(rows.length, 2, JSON.stringify(rows));
+        assert.deepEqual(rows[0].slice(0, 2), [A.meshId, 'this broker']);
+        assert.deepEqual(rows[1].slice(0, 2), [B.meshId, 'up']);
+        assert.match(rows[1][2], /^\d[\d,]* ms ago$/);
+        assert.match(await p.textContent('#overview-cards'), /Brokers2this broker \+ 1 of 1 peers up/);
+        await p.screenshot({ path: path.join(SHOTS, '21-brokers.png'), fullPage: true });
+        //  B stops: A's view shows it no longer up once A notices.
+        await B.stop();
+        meshed.splice(meshed.indexOf(B), 1);
+        let after = [];
+        await waitFor(async () => {
+            after = await brokerRows();
+            const b = after.find((r) => r[0] === B.meshId);
+            return !b || b[1] !== 'up';
+        }, 20000, 250);
+        assert.deepEqual(after[0].slice(0, 2), [A.meshId, 'this broker']);
+        assert.match(await p.textContent('#overview-cards'), /Brokers1this broker \+ 0 of \d peers? up/);
+        assert.deepEqual(seen, []);
+    } finally {
+        await p.close();
+        for (const b of meshed) await b.stop().catch(() => {});
+    }
 });
 
 test('behind JWT auth the dashboard asks for a token, then every call carries it', async () => {
