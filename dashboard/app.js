@@ -130,6 +130,36 @@ function showWho () {
     : '');
 }
 
+// ---------------------------------------------------------------- brokers
+// The mesh as /health reports it (docs/mesh.md): this broker's id and its
+// peers. Fields the view does not know are ignored; missing ones show '–'.
+function meshPeers (mesh) {
+  return mesh && mesh.enabled && Array.isArray(mesh.peers) ? mesh.peers : [];
+}
+
+function brokersCard (mesh) {
+  const peers = meshPeers(mesh);
+  if (!mesh || !mesh.enabled) return card('Brokers', '1', mesh && mesh.reason ? `mesh off: ${mesh.reason}` : 'this broker; the mesh is off');
+  const up = peers.filter((p) => p.state === 'up').length;
+  return card('Brokers', fmt(1 + up), `this broker + ${fmt(up)} of ${fmt(peers.length)} peers up`, up === peers.length ? 'ok' : 'warn');
+}
+
+function brokersPanel (mesh) {
+  const peers = meshPeers(mesh);
+  const rows = mesh && mesh.enabled
+    ? [{ address: mesh.id, state: 'this broker', self: true }, ...peers]
+    : [];
+  return el('div', {},
+    el('h2', {}, 'Brokers'),
+    el('div', { class: 'panel', id: 'brokers' }, table([
+      { label: 'broker (mesh address)', get: (p) => p.address ?? '–' },
+      { label: 'state', get: (p) => el('span', { class: `pill ${p.self || p.state === 'up' ? 'ok' : 'warn'}` }, p.state ?? '–') },
+      { label: 'last heard', num: true, get: (p) => p.self ? '–' : (typeof p.lastHeardMs === 'number' && p.lastHeardMs >= 0 ? `${fmt(p.lastHeardMs)} ms ago` : 'never') },
+      { label: 'hints received', num: true, get: (p) => p.self ? fmt(mesh.hints?.received) : fmt(p.hintsReceived) },
+      { label: 'reconnects', num: true, get: (p) => p.self ? '–' : fmt(p.reconnects) },
+    ], rows, mesh && mesh.reason ? `The mesh is off (${mesh.reason}): this broker works alone.` : 'The mesh is off: this broker works alone.')));
+}
+
 // ---------------------------------------------------------------- overview
 async function viewOverview (main) {
   main.append(el('h1', {}, 'Overview'));
@@ -155,10 +185,11 @@ async function viewOverview (main) {
     card('Dead letters', fmt(m.deadLetter), `${fmt(m.failed)} DLQ entries`, m.deadLetter ? 'warn' : ''),
     card('Lag', `${fmt(ov.lag.time.max)} s`, `max offset lag ${fmt(ov.lag.offset.max)}`),
     card('Errors', fmt(promSum(prom, 'queen_http_responses_5xx_total') ?? 0), `${fmt(promSum(prom, 'queen_db_errors_total'))} database errors`),
-    card('Brokers', '1', 'this broker; no mesh peers reported'),
+    brokersCard(health.mesh),
     card('Maintenance', maint.maintenanceMode || maint.popMaintenanceMode ? 'on' : 'off',
       `push ${maint.maintenanceMode ? 'on' : 'off'} · pop ${maint.popMaintenanceMode ? 'on' : 'off'}`, maint.maintenanceMode || maint.popMaintenanceMode ? 'warn' : 'ok'),
   );
+  main.append(brokersPanel(health.mesh));
   cards.append(card('Stored (maintained)', fmt(summaries.queues.reduce((a, q) => a + q.messages, 0)), 'from the statistics table'));
 
   // Live throughput: rates between two scrapes of /metrics/prometheus.
@@ -354,32 +385,63 @@ function hashQuery () {
   return new URLSearchParams(i < 0 ? '' : location.hash.slice(i + 1));
 }
 
+// Keyset pager: `fetchPage(cursor)` resolves to { rows, next }; the pager
+// keeps the cursors of the pages seen, so Previous goes back and Next
+// follows `next` (never an offset, never a total).
+function pager (box, id, fetchPage, drawRows) {
+  const cursors = [null];
+  const load = async () => {
+    const { rows, next } = await fetchPage(cursors[cursors.length - 1]);
+    box.replaceChildren(drawRows(rows),
+      el('div', { class: 'row' },
+        el('button', { class: 'plain', id: `${id}-prev`, disabled: cursors.length === 1, onclick: () => { cursors.pop(); load().catch(showError); } }, '← Previous'),
+        el('span', { class: 'muted', id: `${id}-page` }, `page ${cursors.length}`),
+        el('button', { class: 'plain', id: `${id}-next`, disabled: !next, onclick: () => { cursors.push(next); load().catch(showError); } }, 'Next →')));
+    box.setAttribute('data-page', String(cursors.length));
+  };
+  return load;
+}
+
+function showError (e) {
+  if (e.status !== 401) toast(`Could not load: ${e.message}`, true);
+}
+
+// The message browser: a queue's messages a page at a time, partition by
+// partition and newest first (keyset pages of
+// /api/v1/resources/queues/<queue>/messages).
 async function viewMessages (main) {
   const q = hashQuery();
   main.append(el('h1', {}, 'Messages'));
   const form = el('form', { class: 'row panel', id: 'messages-form', onsubmit: (ev) => {
     ev.preventDefault();
     const p = new URLSearchParams();
-    for (const k of ['queue', 'partition', 'status', 'from', 'to']) {
+    for (const k of ['queue', 'partition', 'from', 'to']) {
       let v = ev.target.elements[k].value;
       if (v && (k === 'from' || k === 'to')) v = new Date(v).toISOString();
       if (v) p.set(k, v);
     }
     location.hash = `#/messages?${p}`;
   } },
-  el('label', {}, 'queue', el('input', { name: 'queue', value: q.get('queue') || '' })),
+  el('label', {}, 'queue', el('input', { name: 'queue', value: q.get('queue') || '', required: true })),
   el('label', {}, 'partition', el('input', { name: 'partition', value: q.get('partition') || '' })),
-  el('label', {}, 'status', el('select', { name: 'status' }, ['', 'pending', 'processing', 'completed', 'dead_letter']
-    .map((s) => el('option', { value: s, selected: q.get('status') === s }, s || 'any')))),
   el('label', {}, 'from', el('input', { name: 'from', type: 'datetime-local' })),
   el('label', {}, 'to', el('input', { name: 'to', type: 'datetime-local' })),
   el('button', { type: 'submit' }, 'Show'));
   main.append(form);
-  const p = new URLSearchParams({ limit: '100' });
-  for (const k of ['queue', 'partition', 'status', 'from', 'to']) if (q.get(k)) p.set(k, q.get(k));
-  const r = await get(`/api/v1/messages?${p}`);
+  const queue = q.get('queue');
+  if (!queue) {
+    main.append(el('p', { class: 'muted', id: 'messages-table' }, 'Choose a queue (the queues view links each partition here).'));
+    return;
+  }
   const detail = el('div', { class: 'panel', id: 'message-detail', hidden: true });
-  main.append(el('div', { class: 'panel', id: 'messages-table' }, table([
+  const box = el('div', { class: 'panel', id: 'messages-table' });
+  const load = pager(box, 'messages', async (cursor) => {
+    const p = new URLSearchParams({ limit: '50' });
+    for (const k of ['partition', 'from', 'to']) if (q.get(k)) p.set(k, q.get(k));
+    if (cursor) p.set('cursor', cursor);
+    const r = await get(`/api/v1/resources/queues/${enc(queue)}/messages?${p}`);
+    return { rows: r.messages, next: r.next };
+  }, (rows) => table([
     { label: 'created', get: (m) => when(m.createdAt) },
     { label: 'queue / partition', get: (m) => `${m.queue} / ${m.partition}` },
     { label: 'transaction id', get: (m) => el('a', { href: '#', class: 'msg-link', onclick: async (e) => {
@@ -394,7 +456,9 @@ async function viewMessages (main) {
       detail.scrollIntoView();
     } }, m.transactionId) },
     { label: 'status', get: (m) => el('span', { class: 'pill' }, m.status) },
-  ], r.messages || [], 'No message in this range (default: the last hour).')), detail);
+  ], rows, 'No message on this page.'));
+  main.append(el('p', { class: 'muted' }, 'Partition by partition (by name), newest first within each.'), box, detail);
+  await load();
 }
 
 // ---------------------------------------------------------------- dead letters
@@ -440,15 +504,34 @@ async function viewDlq (main) {
 async function viewState (main) {
   const q = hashQuery();
   main.append(el('h1', {}, 'KV buckets and timers'));
-  const { buckets } = await get('/api/v1/resources/kv-buckets');
-  const bucket = q.get('bucket') || (buckets[0] && buckets[0].name) || '';
-  main.append(el('h2', {}, 'Buckets'), el('div', { class: 'row', id: 'kv-buckets' },
-    buckets.length ? buckets.map((b) => el('a', { class: 'pill', href: `#/state?bucket=${enc(b.name)}` }, b.name)) : el('span', { class: 'muted' }, 'No kv bucket yet.')));
+  let bucket = q.get('bucket') || '';
+  // Buckets: keyset pages of bucket names; without one chosen, the first.
+  const buckets = el('div', { class: 'panel', id: 'kv-buckets' });
+  main.append(el('h2', {}, 'Buckets'), buckets);
+  await pager(buckets, 'buckets', async (after) => {
+    const r = await get(`/api/v1/resources/kv-buckets?limit=100${after ? `&after=${enc(after)}` : ''}`);
+    if (!bucket && r.buckets.length) bucket = r.buckets[0].name;
+    return { rows: r.buckets, next: r.next };
+  }, (rows) => rows.length
+    ? el('div', { class: 'row' }, rows.map((b) => el('a', { class: `pill ${b.name === bucket ? 'warn' : ''}`, href: `#/state?bucket=${enc(b.name)}` }, b.name)))
+    : el('span', { class: 'muted' }, 'No kv bucket yet.'))();
   if (bucket) {
-    const r = await get(`/api/v1/kv/${enc(bucket)}?limit=100`);
     const value = el('pre', { id: 'kv-value', hidden: true });
-    main.append(el('h2', {}, `Bucket ${bucket}`), el('div', { class: 'panel', id: 'kv-keys' }, table([
-      { label: 'key', get: (k) => el('a', { href: '#', onclick: async (e) => {
+    const keys = el('div', { class: 'panel', id: 'kv-keys' });
+    const prefix = q.get('prefix') || '';
+    main.append(el('h2', {}, `Bucket ${bucket}`),
+      el('form', { class: 'row', onsubmit: (ev) => { ev.preventDefault(); location.hash = `#/state?bucket=${enc(bucket)}&prefix=${enc(ev.target.elements.prefix.value)}`; } },
+        el('label', {}, 'key starts with', el('input', { name: 'prefix', value: prefix, id: 'kv-prefix' })),
+        el('button', { type: 'submit' }, 'Search')),
+      keys, value);
+    await pager(keys, 'kv', async (after) => {
+      const p = new URLSearchParams({ limit: '50' });
+      if (prefix) p.set('prefix', prefix);
+      if (after) p.set('after', after);
+      const r = await get(`/api/v1/kv/${enc(bucket)}?${p}`);
+      return { rows: r.keys, next: r.next };
+    }, (rows) => table([
+      { label: 'key', get: (k) => el('a', { href: '#', class: 'kv-key', onclick: async (e) => {
         e.preventDefault();
         const v = await get(`/api/v1/kv/${enc(bucket)}/${enc(k.key)}`);
         value.hidden = false;
@@ -457,10 +540,14 @@ async function viewState (main) {
       { label: 'version', num: true, get: (k) => fmt(k.version) },
       { label: 'expires', get: (k) => when(k.expiresAt) },
       { label: 'updated', get: (k) => when(k.updatedAt) },
-    ], r.keys || [])), value);
+    ], rows, 'No key on this page.'))();
   }
-  const t = await get('/api/v1/timers?limit=100');
-  main.append(el('h2', {}, 'Timers'), el('div', { class: 'panel', id: 'timers' }, table([
+  const timersBox = el('div', { class: 'panel', id: 'timers' });
+  main.append(el('h2', {}, 'Timers'), timersBox);
+  await pager(timersBox, 'timers', async (after) => {
+    const t = await get(`/api/v1/timers?limit=50${after ? `&after=${enc(after)}` : ''}`);
+    return { rows: t.timers, next: t.next };
+  }, (rows) => table([
     { label: 'timer', get: (x) => x.timerId },
     { label: 'fires at', get: (x) => when(x.fireAt) },
     { label: 'queue / partition', get: (x) => `${x.queue} / ${x.partition}` },
@@ -469,7 +556,7 @@ async function viewState (main) {
       if (!confirm(`Cancel timer ${x.timerId}?`)) return;
       await act(`cancelled ${x.timerId}`, () => api('DELETE', `/api/v1/timers/${enc(x.timerId)}`));
     } }, 'Cancel') },
-  ], t.timers || [], 'No timer armed.')));
+  ], rows, 'No timer armed.'))();
 }
 
 // ---------------------------------------------------------------- system

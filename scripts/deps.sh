@@ -10,6 +10,8 @@ prometheus chromium tmux podman runc debootstrap docker-compose
 golang-github-containernetworking-plugin-dnsname"
 # opscli (issue 18): groff renders queenctl's manual page in its test
 PKGS="$PKGS groff-base"
+# ops (issue 18): zsh loads queenctl's zsh completion in its test
+PKGS="$PKGS zsh"
 missing=""
 for p in $PKGS; do
     if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then

@@ -95,6 +95,7 @@ static const s_row_t s_table [] = {
     { "GET",    "/api/v1/resources/queues/:queue", QN_PR_FORWARD, READ },
     { "GET",    "/api/v1/resources/queue-summaries", QN_PR_FORWARD, READ },
     { "GET",    "/api/v1/resources/queues/:queue/partitions", QN_PR_FORWARD, READ },
+    { "GET",    "/api/v1/resources/queues/:queue/messages", QN_PR_FORWARD, READ },
     { "GET",    "/api/v1/resources/kv-buckets", QN_PR_FORWARD, READ },
     { "GET",    "/api/v1/resources/streams", QN_PR_FORWARD, READ },
     { "GET",    "/api/v1/resources/namespaces", QN_PR_FORWARD, READ },

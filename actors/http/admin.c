@@ -65,7 +65,7 @@ typedef struct {
     const char *name;           //  Query / body key; the path parameter's name
     int index;                  //  S_PATH: parameter index
     bool required;
-    int64_t min, max;           //  S_INT bounds
+    int64_t min, max;           //  S_INT bounds; S_NAME: max bytes when > 0 (else 255)
     const char *dflt;           //  Value when absent ("200", "true", "hour"); NULL = SQL NULL
     const char *choices;        //  S_ENUM choices; S_CONST value
     const char *missing;        //  Error when required and absent
@@ -433,7 +433,7 @@ s_arg (qn_http_ctx_t *ctx, s_req_t *req, const s_arg_t *arg, const qn_json_doc_t
     }
     switch (arg->type) {
         case S_NAME:
-            if (s_check_text (ctx, arg, &in, S_NAME_MAX))
+            if (s_check_text (ctx, arg, &in, arg->max > 0 ? (size_t) arg->max : S_NAME_MAX))
                 return -1;
             s_emit (req, in.text, in.len, "text");
             return 0;
@@ -673,7 +673,11 @@ S_API (s_partition_delete, .fn = "api_partition_delete", .write = true,
 S_API (s_queue_summaries, .fn = "api_queue_summaries")
 S_API (s_queue_partitions, .fn = "api_queue_partitions",
        .args = { P_NAME (0, "queue"), Q_NAME ("search"), Q_NAME ("after"), Q_LIMIT ("50") })
-S_API (s_kv_buckets, .fn = "api_kv_buckets")
+S_API (s_queue_messages, .fn = "api_queue_messages",
+       .args = { P_NAME (0, "queue"), Q_NAME ("partition"), Q_TS ("from"), Q_TS ("to"),
+                 { .type = S_NAME, .src = S_QUERY, .name = "cursor", .max = 20 + S_NAME_MAX },
+                 Q_LIMIT ("50") })
+S_API (s_kv_buckets, .fn = "api_kv_buckets", .args = { Q_NAME ("after"), Q_LIMIT ("100") })
 S_API (s_streams, .fn = "api_streams")
 S_API (s_namespaces, .fn = "api_namespaces")
 S_API (s_tasks, .fn = "api_tasks")
@@ -771,6 +775,7 @@ const qn_http_route_t qn_http_routes_admin [] = {
     { "DELETE", "/api/v1/resources/queues/:queue/partitions/:partition", s_partition_delete, AD },
     { "GET",    "/api/v1/resources/queue-summaries", s_queue_summaries, RO },
     { "GET",    "/api/v1/resources/queues/:queue/partitions", s_queue_partitions, RO },
+    { "GET",    "/api/v1/resources/queues/:queue/messages", s_queue_messages, RO },
     { "GET",    "/api/v1/resources/kv-buckets", s_kv_buckets, RO },
     { "GET",    "/api/v1/resources/streams", s_streams, RO },
     { "GET",    "/api/v1/resources/namespaces", s_namespaces, RO },

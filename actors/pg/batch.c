@@ -556,17 +556,44 @@ s_count_acks (qn_pgw_t *self, const qn_pgw_job_t *j, PGresult *res)
     }
 }
 
-//  Transaction bundles: their pushes (rows of kind "push": column 2 the
-//  kind, column 5 the queue), one at a time (bundles are small).
+//  Transaction bundles (they commit whole or not at all): their pushes
+//  (rows of kind "push": column 2 the kind, column 5 the queue) and their
+//  acks (rows of kind "ack", column 1 the flattened operation index,
+//  column 6 dlq), one at a time (bundles are small). An ack row's status
+//  is element k of parameter 15 (the ack statuses), k its rank among the
+//  acks of parameter 2 (the operation kinds, in order).
 static void
-s_count_bundle_pushes (qn_pgw_t *self, PGresult *res)
+s_count_bundle (qn_pgw_t *self, const qn_pgw_job_t *j, PGresult *res)
 {
+    const char *kinds = j->nparams > 14 && !j->nulls [1] ? j->params.data + j->offsets [1] : NULL;
+    size_t kinds_len = kinds ? (size_t) j->lengths [1] : 0;
+    const char *st = j->nparams > 14 && !j->nulls [14] ? j->params.data + j->offsets [14] : NULL;
+    size_t st_len = st ? (size_t) j->lengths [14] : 0;
     for (int r = 0; r < PQntuples (res); r++) {
         int klen = 0, qlen = 0;
         const char *kind = qn_pgw_col_text (res, r, 1, &klen);
         const char *queue = qn_pgw_col_text (res, r, 4, &qlen);
-        if (kind && queue && klen == 4 && !memcmp (kind, "push", 4))
+        if (!kind || !queue)
+            continue;
+        if (klen == 4 && !memcmp (kind, "push", 4))
             s_count_queue (self, "messages_pushed_total", queue, (size_t) qlen, 1);
+        else
+        if (klen == 3 && !memcmp (kind, "ack", 3)) {
+            int64_t idx = PQgetisnull (res, r, 0) ? -1 : s_col_int (res, r, 0);
+            //  The ack's rank: acks among kinds [0, idx)
+            int rank = 0, elen = 0;
+            for (int64_t i = 0; kinds && i < idx; i++) {
+                const char *k = s_text_elem (kinds, kinds_len, (int) i, &elen);
+                rank += k && elen == 3 && !memcmp (k, "ack", 3);
+            }
+            int slen = 0;
+            const char *status = st && idx >= 0 ? s_text_elem (st, st_len, rank, &slen) : NULL;
+            bool failed = status && slen == 6 && !memcmp (status, "failed", 6);
+            s_count_queue (self, failed ? "messages_failed_total" : "messages_acked_total",
+                           queue, (size_t) qlen, 1);
+            if (s_col_true (res, r, 5))
+                s_count_queue (self, "messages_dead_lettered_total", queue, (size_t) qlen, 1);
+        }
     }
 }
 
@@ -603,7 +630,7 @@ qn_pgw_exec_committed (qn_pgw_t *self, const qn_pgw_job_t *j, PGresult *res)
     if (j->stmt_id == QN_SQL_POP || j->stmt_id == QN_SQL_POP_NS)
         s_count_pops (self, res);
     if (j->stmt_id == QN_SQL_BUNDLE && self->is_writer)
-        s_count_bundle_pushes (self, res);
+        s_count_bundle (self, j, res);
     const qn_sql_stmt_t *stmt = qn_sql_stmt (j->stmt_id);
     if (!stmt || !stmt->wake_queue_col || !self->is_writer || j->nparams < 1 || j->nulls [0])
         return;

@@ -244,7 +244,7 @@ s_help (FILE *out)
         "exit codes: 0 ok, 1 failed/refused, 2 usage, 3 broker unreachable,\n"
         "            4 not found, 5 conflict, 130 interrupted\n",
         "config", "show the server, token source and context in use",
-        "completion", "print the bash completion script (completion bash)",
+        "completion", "print a completion script (completion bash | completion zsh)",
         "help", "help [COMMAND]",
         "man", "print the manual page (queenctl man | man -l -)");
 }
@@ -254,6 +254,29 @@ s_command_help (const ctl_cmd_t *c, FILE *out)
 {
     fprintf (out, "usage: queenctl %s\n\n%s\n%s", c->usage, c->summary, c->help);
     fprintf (out, "\nglobal options: --server, --token, --context, --config, -o json|table, -q, --no-progress\n");
+}
+
+//  The subcommands a command takes as its first argument, or "".
+static const char *
+s_subcommands (const char *name)
+{
+    return !strcmp (name, "dlq") ? "list requeue delete"
+         : !strcmp (name, "kv") ? "get set del list"
+         : !strcmp (name, "timers") ? "list get add cancel"
+         : !strcmp (name, "maintenance") ? "status on off" : "";
+}
+
+//  The command's options as words ("--queue --group -f ...").
+static void
+s_option_words (const ctl_cmd_t *c, FILE *out)
+{
+    const char *lists [] = { c->values, c->flags };
+    for (int l = 0; l < 2; l++) {
+        char buf [256];
+        snprintf (buf, sizeof buf, "%s", lists [l]);
+        for (char *tok = strtok (buf, " "); tok; tok = strtok (NULL, " "))
+            fprintf (out, "%s%s ", strlen (tok) == 1 ? "-" : "--", tok);
+    }
 }
 
 static int
@@ -283,27 +306,77 @@ s_completion (FILE *out)
         "    case \"$cmd\" in\n");
     for (const ctl_cmd_t *c = ctl_commands; c->name; c++) {
         fprintf (out, "        %s) COMPREPLY=( $(compgen -W \"", c->name);
-        if (!strcmp (c->name, "dlq"))
-            fprintf (out, "list requeue delete ");
-        else if (!strcmp (c->name, "kv"))
-            fprintf (out, "get set del list ");
-        else if (!strcmp (c->name, "timers"))
-            fprintf (out, "list get add cancel ");
-        else if (!strcmp (c->name, "maintenance"))
-            fprintf (out, "status on off ");
-        const char *lists [] = { c->values, c->flags };
-        for (int l = 0; l < 2; l++) {
-            char buf [256];
-            snprintf (buf, sizeof buf, "%s", lists [l]);
-            for (char *tok = strtok (buf, " "); tok; tok = strtok (NULL, " "))
-                fprintf (out, "%s%s ", strlen (tok) == 1 ? "-" : "--", tok);
-        }
+        if (*s_subcommands (c->name))
+            fprintf (out, "%s ", s_subcommands (c->name));
+        s_option_words (c, out);
         fprintf (out, "--help --output\" -- \"$cur\") ) ;;\n");
     }
     fprintf (out,
         "    esac\n"
         "}\n"
         "complete -F _queenctl queenctl\n");
+    return 0;
+}
+
+//  zsh: a completion function for compsys, from the same command table:
+//  source <(queenctl completion zsh), or save it as _queenctl in $fpath.
+static int
+s_completion_zsh (FILE *out)
+{
+    fprintf (out,
+        "#compdef queenctl\n"
+        "# zsh completion for queenctl: source <(queenctl completion zsh)\n"
+        "# (after compinit), or save as _queenctl in a directory of $fpath\n"
+        "_queenctl() {\n"
+        "    local -a cmds\n"
+        "    local cmd\n"
+        "    cmds=(\n");
+    for (const ctl_cmd_t *c = ctl_commands; c->name; c++) {
+        fprintf (out, "        '%s:", c->name);
+        for (const char *p = c->summary; *p; p++)
+            fputs (*p == '\'' ? "'\\''" : *p == ':' ? "\\:" : (char []) { *p, 0 }, out);
+        fputs ("'\n", out);
+    }
+    fprintf (out,
+        "        'config:show the server, token source and context in use'\n"
+        "        'completion:print a completion script (bash or zsh)'\n"
+        "        'help:help for a command'\n"
+        "        'man:print the manual page'\n"
+        "    )\n"
+        "    local -i i=2\n"
+        "    while (( i < CURRENT )); do\n"
+        "        case ${words[i]} in\n"
+        "            --server|--token|--context|--config|-o|--output) (( i += 2 )); continue ;;\n"
+        "            -*) ;;\n"
+        "            *) cmd=${words[i]}; break ;;\n"
+        "        esac\n"
+        "        (( i++ ))\n"
+        "    done\n"
+        "    case ${words[CURRENT-1]} in\n"
+        "        -o|--output) compadd -- json table; return ;;\n"
+        "        --file|--config) _files; return ;;\n"
+        "    esac\n"
+        "    if [[ -z $cmd ]]; then\n"
+        "        if [[ ${words[CURRENT]} == -* ]]; then\n"
+        "            compadd -- --server --token --context --config --output --quiet --no-progress --help\n"
+        "        else\n"
+        "            _describe -t commands 'queenctl command' cmds\n"
+        "        fi\n"
+        "        return\n"
+        "    fi\n"
+        "    case $cmd in\n");
+    for (const ctl_cmd_t *c = ctl_commands; c->name; c++) {
+        fprintf (out, "        %s) compadd -- %s%s", c->name, s_subcommands (c->name),
+                 *s_subcommands (c->name) ? " " : "");
+        s_option_words (c, out);
+        fprintf (out, "--help --output ;;\n");
+    }
+    fprintf (out,
+        "        completion) compadd -- bash zsh ;;\n"
+        "        help) _describe -t commands 'queenctl command' cmds ;;\n"
+        "    esac\n"
+        "}\n"
+        "compdef _queenctl queenctl\n");
     return 0;
 }
 
@@ -422,8 +495,10 @@ main (int argc, char **argv)
     if (!strcmp (cmd_name, "man"))
         return s_man (stdout);
     if (!strcmp (cmd_name, "completion")) {
+        if (a.npos && !strcmp (a.pos [0], "zsh"))
+            return s_completion_zsh (stdout);
         if (a.npos && strcmp (a.pos [0], "bash"))
-            return ctl_usage (&ctl, "only bash completion is available");
+            return ctl_usage (&ctl, "completion bash or completion zsh");
         return s_completion (stdout);
     }
     if (!cmd && strcmp (cmd_name, "config")) {

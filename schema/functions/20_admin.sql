@@ -252,6 +252,73 @@ LANGUAGE sql STABLE AS $$
                          WHERE m.partition_id = s.pid AND m.seq > s.cur) t
 $$;
 
+-- Message counts of one queue by status, without work per partition where
+-- none is needed (issue 18): the partition count and the stored total are
+-- sums over the queue's maintained statistics (partition_stats, 66_stats.sql);
+-- only partitions that may have work for a group (a ready row, invariant
+-- I3) get their unconsumed tail counted (_admin_pstats), so a consumed
+-- queue of a million partitions counts the few with a backlog. A queue no
+-- group consumes reads no message at all (pending = total - dead). While a
+-- group's backfill is pending (its ready rows are not all made yet) every
+-- partition of the queue is counted as before.
+CREATE FUNCTION queen._queue_counts(p_qid int,
+  OUT partitions bigint, OUT total bigint, OUT pending bigint, OUT processing bigint,
+  OUT completed bigint, OUT failed bigint, OUT dead bigint)
+LANGUAGE sql STABLE AS $$
+  WITH g AS (
+    SELECT EXISTS (SELECT 1 FROM queen.consumer_groups g WHERE g.queue_id = p_qid AND NOT g.retired) AS grouped,
+           EXISTS (SELECT 1 FROM queen.consumer_groups g WHERE g.queue_id = p_qid AND NOT g.retired
+                     AND g.backfill_pos IS NOT NULL) AS backfilling),
+  base AS (
+    SELECT count(*) AS parts, COALESCE(sum(ps.messages), 0)::bigint AS total
+      FROM queen.partitions p LEFT JOIN queen.partition_stats ps ON ps.partition_id = p.id
+     WHERE p.queue_id = p_qid),
+  dl AS (
+    SELECT count(*) AS failed,
+           count(DISTINCT (d.partition_id, d.seq))
+             FILTER (WHERE EXISTS (SELECT 1 FROM queen.messages x
+                                    WHERE x.partition_id = d.partition_id AND x.seq = d.seq)) AS dead
+      FROM queen.dead_letters d WHERE d.queue_id = p_qid),
+  w AS (
+    SELECT DISTINCT r.partition_id AS pid FROM g, queen.ready r
+     WHERE g.grouped AND NOT g.backfilling AND r.queue_id = p_qid
+    UNION
+    SELECT p.id FROM g, queen.partitions p WHERE g.backfilling AND p.queue_id = p_qid),
+  work AS (
+    SELECT COALESCE(sum(s.pending), 0)::bigint AS pending, COALESCE(sum(s.processing), 0)::bigint AS processing
+      FROM w CROSS JOIN LATERAL queen._admin_pstats(w.pid, p_qid) s)
+  SELECT base.parts, base.total,
+         CASE WHEN g.grouped THEN work.pending ELSE base.total - dl.dead END,
+         CASE WHEN g.grouped THEN work.processing ELSE 0 END,
+         CASE WHEN g.grouped THEN base.total - work.pending - work.processing - dl.dead ELSE 0 END,
+         dl.failed, dl.dead
+    FROM g, base, dl, work
+$$;
+
+-- The (group, partition) pairs with a backlog, for the overview's lag: a
+-- group's ready rows only (a pair without one has no work, invariant I3),
+-- of the groups that consumed somewhere (as _admin_group_parts' `active`).
+CREATE FUNCTION queen._admin_lag_pairs(p_tenant text)
+RETURNS TABLE(t double precision, o bigint)
+LANGUAGE sql STABLE AS $$
+  WITH g AS (
+    SELECT g.id, g.queue_id FROM queen.consumer_groups g JOIN queen.queues q ON q.id = g.queue_id
+     WHERE q.tenant = p_tenant AND NOT g.retired
+       AND (EXISTS (SELECT 1 FROM queen.ready r WHERE r.queue_id = g.queue_id AND r.group_id = g.id
+                     AND (r.acked_seq > 0 OR (r.lease_id IS NOT NULL AND r.avail_at > now())))
+         OR EXISTS (SELECT 1 FROM queen.cursors c WHERE c.group_id = g.id
+                     AND NOT EXISTS (SELECT 1 FROM queen.ready r
+                                      WHERE r.partition_id = c.partition_id AND r.group_id = c.group_id))))
+  SELECT extract(epoch FROM now() - x.oldest)::float8, x.tail
+    FROM g JOIN queen.ready r ON r.queue_id = g.queue_id AND r.group_id = g.id
+    CROSS JOIN LATERAL (
+      SELECT count(*) AS tail,
+             (SELECT m.created_at FROM queen.messages m WHERE m.partition_id = r.partition_id
+                AND m.seq > r.acked_seq ORDER BY m.seq LIMIT 1) AS oldest
+        FROM queen.messages m WHERE m.partition_id = r.partition_id AND m.seq > r.acked_seq) x
+   WHERE x.tail > 0
+$$;
+
 -- ---------------------------------------------------------------------------
 -- Resources (spec 3.14)
 -- ---------------------------------------------------------------------------
@@ -273,9 +340,11 @@ BEGIN
     INTO v_counts
     FROM queen.queues q WHERE q.tenant = p_tenant;
 
-  SELECT queen._stats_json(sum(a.total), sum(a.pending), sum(a.processing), sum(a.completed),
-                           sum(a.failed), sum(a.dead))
-    INTO v_msgs FROM queen._admin_parts(p_tenant, NULL, NULL, NULL) a;
+  -- per queue from the maintained statistics (_queue_counts)
+  SELECT queen._stats_json(sum(c.total), sum(c.pending), sum(c.processing), sum(c.completed),
+                           sum(c.failed), sum(c.dead))
+    INTO v_msgs FROM queen.queues q CROSS JOIN LATERAL queen._queue_counts(q.id) c
+   WHERE q.tenant = p_tenant;
 
   -- lag over the (group, partition) pairs with pending messages
   SELECT COALESCE(avg(t), 0) AS t_avg, COALESCE(percentile_cont(0.5) WITHIN GROUP (ORDER BY t), 0) AS t_med,
@@ -283,9 +352,7 @@ BEGIN
          COALESCE(avg(o), 0) AS o_avg, COALESCE(percentile_cont(0.5) WITHIN GROUP (ORDER BY o), 0) AS o_med,
          COALESCE(min(o), 0) AS o_min, COALESCE(max(o), 0) AS o_max
     INTO v_lag
-    FROM (SELECT extract(epoch FROM now() - gp.oldest) AS t, gp.offset_lag AS o
-            FROM queen._admin_group_parts(p_tenant, NULL, NULL) gp
-           WHERE gp.active AND gp.offset_lag > 0) x;
+    FROM queen._admin_lag_pairs(p_tenant) x;
 
   SELECT count(*) INTO v_in
     FROM queen.messages m
@@ -312,24 +379,22 @@ $$;
 -- Queue summaries, newest first (also the status/queues list).
 CREATE FUNCTION queen._admin_queue_items(p_tenant text, p_ns text, p_task text, p_limit int, p_offset int)
 RETURNS json
+-- counts per queue from the maintained statistics (_queue_counts)
 LANGUAGE sql STABLE AS $$
   SELECT COALESCE(json_agg(x.j ORDER BY x.created_at DESC, x.id DESC), '[]'::json)
     FROM (
       SELECT q.id, q.created_at, json_build_object(
                'id', queen.uuid_of(3, q.id), 'name', q.name, 'namespace', q.namespace, 'task', q.task,
                'createdAt', queen._ts_ms(q.created_at),
-               'partitions', (SELECT count(*) FROM queen.partitions p WHERE p.queue_id = q.id),
-               'messages', json_build_object(
-                 'total', COALESCE(sum(s.total), 0)::bigint, 'pending', COALESCE(sum(s.pending), 0)::bigint,
-                 'processing', COALESCE(sum(s.processing), 0)::bigint)) AS j
+               'partitions', c.partitions,
+               'messages', json_build_object('total', c.total, 'pending', c.pending,
+                                             'processing', c.processing)) AS j
         FROM (SELECT * FROM queen.queues q
                WHERE q.tenant = p_tenant AND (p_ns IS NULL OR q.namespace = p_ns)
                  AND (p_task IS NULL OR q.task = p_task)
                ORDER BY q.created_at DESC, q.id DESC
                LIMIT p_limit OFFSET p_offset) q
-        LEFT JOIN queen.partitions p ON p.queue_id = q.id
-        LEFT JOIN LATERAL queen._admin_pstats(p.id, q.id) s ON true
-       GROUP BY q.id, q.name, q.namespace, q.task, q.created_at) x
+        CROSS JOIN LATERAL queen._queue_counts(q.id) c) x
 $$;
 
 CREATE FUNCTION queen.api_queues(p_tenant text) RETURNS TABLE(status int, body json)
@@ -1130,12 +1195,13 @@ BEGIN
            'requests', json_build_object('push', 0, 'pop', 0, 'ack', 0),
            'batchEfficiency', json_build_object('push', 0, 'pop', 0, 'ack', 0))
     INTO v_queues, v_msgs
-    FROM (SELECT a.qid, a.qname, a.namespace, a.task, count(*) AS parts,
-                 sum(a.completed) AS consumed, sum(a.total) AS total, sum(a.pending) AS pending,
-                 sum(a.processing) AS processing, sum(a.completed) AS completed,
-                 sum(a.failed) AS failed, sum(a.dead) AS dead
-            FROM queen._admin_parts(p_tenant, p_queue, p_ns, p_task) a
-           GROUP BY a.qid, a.qname, a.namespace, a.task) x;
+    FROM (SELECT q.id AS qid, q.name::text AS qname, q.namespace::text AS namespace, q.task::text AS task,
+                 c.partitions AS parts, c.completed AS consumed, c.total, c.pending, c.processing,
+                 c.completed, c.failed, c.dead
+            FROM queen.queues q CROSS JOIN LATERAL queen._queue_counts(q.id) c
+           WHERE q.tenant = p_tenant AND (p_queue IS NULL OR q.name = p_queue)
+             AND (p_ns IS NULL OR q.namespace = p_ns) AND (p_task IS NULL OR q.task = p_task)
+             AND c.partitions > 0) x;
 
   SELECT json_build_object('active', count(*), 'partitionsWithLeases', count(DISTINCT r.partition_id),
            'totalBatchSize', COALESCE(sum(r.batch_size), 0), 'totalAcked', COALESCE(sum(r.acked_count), 0))

@@ -108,18 +108,128 @@ BEGIN
 END
 $$;
 
--- The kv buckets of the tenant (at most 1000, by name): a skip scan of the
--- kv primary key, one probe per bucket, never a scan of the keys.
-CREATE FUNCTION queen.api_kv_buckets(p_tenant text) RETURNS TABLE(status int, body json)
+-- The kv buckets of the tenant by name, a page at a time after `p_after`
+-- (keyset: the `next` of the previous page): a skip scan of the kv primary
+-- key, one probe per bucket, never a scan of the keys. `next` is null on
+-- the last page.
+CREATE FUNCTION queen.api_kv_buckets(p_tenant text, p_after text, p_limit int)
+RETURNS TABLE(status int, body json)
 LANGUAGE sql STABLE AS $$
   WITH RECURSIVE b AS (
-    SELECT (SELECT min(k.ns) FROM queen.kv k WHERE k.tenant = p_tenant) AS ns
+    SELECT (SELECT min(k.ns) FROM queen.kv k WHERE k.tenant = p_tenant AND k.ns > COALESCE(p_after, ''))
+             AS ns, 1 AS n
     UNION ALL
-    SELECT (SELECT min(k.ns) FROM queen.kv k WHERE k.tenant = p_tenant AND k.ns > b.ns)
-      FROM b WHERE b.ns IS NOT NULL)
-  SELECT 200, json_build_object('buckets', COALESCE(json_agg(json_build_object('name', x.ns) ORDER BY x.ns),
-                                                    '[]'::json))
-    FROM (SELECT b.ns FROM b WHERE b.ns IS NOT NULL LIMIT 1000) x
+    SELECT (SELECT min(k.ns) FROM queen.kv k WHERE k.tenant = p_tenant AND k.ns > b.ns), b.n + 1
+      FROM b WHERE b.ns IS NOT NULL AND b.n <= p_limit),
+  page AS (SELECT b.ns, b.n FROM b WHERE b.ns IS NOT NULL)
+  SELECT 200, json_build_object(
+    'buckets', COALESCE((SELECT json_agg(json_build_object('name', x.ns) ORDER BY x.ns)
+                           FROM page x WHERE x.n <= p_limit), '[]'::json),
+    'next', CASE WHEN (SELECT count(*) FROM page) > p_limit
+                 THEN (SELECT x.ns FROM page x WHERE x.n = p_limit) END)
+$$;
+
+-- Seq ceiling for time-range scans: a segment opened after p_to (a minute
+-- of slack, as _seq_floor) holds only newer messages. NULL: no bound.
+CREATE FUNCTION queen._seq_ceil(p_to timestamptz) RETURNS bigint
+LANGUAGE sql STABLE AS $$
+  SELECT min(lo) FROM queen.segments WHERE p_to IS NOT NULL AND opened_at > p_to + interval '1 minute'
+$$;
+
+-- The message browser: one page of a queue's messages (optionally one
+-- partition, optionally created in [p_from, p_to)), partition by partition
+-- in name order and newest first within a partition, after `p_cursor`
+-- (keyset: the `next` of the previous page, '<seq>:<partition name>').
+-- Every step is an index range: partitions (queue_id, name), then
+-- messages (partition_id, seq) backwards from the cursor; no OFFSET, no
+-- count. A page visits at most 1000 partitions: when they hold fewer
+-- messages than the page asks for, `next` resumes after the last one
+-- visited (so a page may be short, even empty, with a `next`). `next` is
+-- null when nothing is left. Each message's status as in
+-- /api/v1/messages (its partition's cursors, dead letters).
+CREATE FUNCTION queen.api_queue_messages(p_tenant text, p_queue text, p_partition text,
+  p_from timestamptz, p_to timestamptz, p_cursor text, p_limit int)
+RETURNS TABLE(status int, body json)
+LANGUAGE plpgsql STABLE AS $$
+#variable_conflict use_column
+DECLARE
+  v_qid   int;
+  v_cs    bigint;
+  v_cp    text;
+  v_floor bigint := CASE WHEN p_from IS NULL THEN 0 ELSE queen._seq_floor(p_from) END;
+  v_ceil  bigint := queen._seq_ceil(p_to);
+  pt      record;
+  v_pids  bigint[] := '{}';
+  v_seqs  bigint[] := '{}';
+  v_visited int := 0;
+  v_last  text;
+  v_n     int := 0;
+  v_next  text;
+BEGIN
+  SELECT id INTO v_qid FROM queen.queues WHERE tenant = p_tenant AND name = p_queue;
+  IF NOT FOUND THEN
+    RETURN QUERY SELECT * FROM queen._err(404, 'Queue not found');
+    RETURN;
+  END IF;
+  IF p_cursor IS NOT NULL THEN
+    IF p_cursor !~ '^[0-9]{1,18}:' THEN
+      RETURN QUERY SELECT * FROM queen._err(400, 'Invalid cursor: must be the next of a previous page');
+      RETURN;
+    END IF;
+    v_cs := split_part(p_cursor, ':', 1)::bigint;
+    v_cp := substr(p_cursor, strpos(p_cursor, ':') + 1);
+  END IF;
+  FOR pt IN
+    SELECT p.id, p.name::text AS name FROM queen.partitions p
+     WHERE p.queue_id = v_qid
+       AND (p_partition IS NULL OR p.name = p_partition)
+       AND (v_cp IS NULL OR p.name >= v_cp)
+     ORDER BY p.name LIMIT 1000
+  LOOP
+    v_visited := v_visited + 1;
+    v_last := pt.name;
+    SELECT v_pids || COALESCE(array_agg(pt.id), '{}'), v_seqs || COALESCE(array_agg(x.seq ORDER BY x.seq DESC), '{}'),
+           v_n + count(*)::int
+      INTO v_pids, v_seqs, v_n
+      FROM (SELECT m.seq FROM queen.messages m
+             WHERE m.partition_id = pt.id
+               AND (v_cp IS NULL OR pt.name > v_cp OR m.seq < v_cs)
+               AND m.seq >= v_floor AND (v_ceil IS NULL OR m.seq < v_ceil)
+               AND (p_from IS NULL OR m.created_at >= p_from) AND (p_to IS NULL OR m.created_at < p_to)
+             ORDER BY m.seq DESC LIMIT p_limit + 1 - v_n) x;
+    EXIT WHEN v_n > p_limit;
+  END LOOP;
+  v_n := COALESCE(cardinality(v_seqs), 0);
+  IF v_n > p_limit THEN
+    v_next := v_seqs[p_limit] || ':' || (SELECT p.name FROM queen.partitions p WHERE p.id = v_pids[p_limit]);
+  ELSIF v_visited = 1000 THEN
+    v_next := '0:' || v_last;
+  END IF;
+  RETURN QUERY
+  WITH page AS MATERIALIZED (
+    SELECT u.pid, u.seq, u.o FROM unnest(v_pids, v_seqs) WITH ORDINALITY AS u(pid, seq, o)
+     WHERE u.o <= p_limit),
+  pv AS MATERIALIZED (
+    SELECT x.pid, v.* FROM (SELECT DISTINCT page.pid FROM page) x
+    CROSS JOIN LATERAL queen._admin_pview(x.pid, v_qid) v)
+  SELECT 200, json_build_object(
+    'queue', p_queue,
+    'messages', COALESCE((SELECT json_agg(json_build_object(
+        'id', queen.uuid_of(1, m.seq),
+        'transactionId', COALESCE(m.txn_id::text, queen.uuid_of(1, m.seq)::text),
+        'partitionId', queen.uuid_of(2, m.partition_id),
+        'queue', p_queue, 'partition', p.name,
+        'status', queen._msg_status(m.seq, EXISTS (SELECT 1 FROM queen.dead_letters d
+                                                    WHERE d.partition_id = m.partition_id AND d.seq = m.seq),
+                                    pv.cur, pv.lease_to),
+        'traceId', m.trace_id, 'createdAt', queen._ts_ms(m.created_at),
+        'isEncrypted', m.is_encrypted) ORDER BY pg.o)
+      FROM page pg
+      JOIN queen.messages m ON m.partition_id = pg.pid AND m.seq = pg.seq
+      JOIN queen.partitions p ON p.id = pg.pid
+      JOIN pv ON pv.pid = pg.pid), '[]'::json),
+    'next', v_next);
+END
 $$;
 
 -- The streaming queries of the tenant (contract 3.22) with the size and

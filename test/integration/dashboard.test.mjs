@@ -15,7 +15,7 @@ import path from 'node:path';
 import { chromium } from 'playwright-core';
 import {
     BIN, startBroker, settle, http, psql, createDatabase, configureQueue, pushItems,
-    popMessages, ack, ackFor, request, waitFor,
+    popMessages, ack, ackFor, request, waitFor, transaction, freePort,
 } from './lib.mjs';
 
 const SHOTS = path.join(path.dirname(BIN), 'test-output', 'dashboard');
@@ -46,6 +46,18 @@ before(async () => {
     await request(url, '/api/v1/kv/carts/user-1', { method: 'PUT', body: { items: [1, 2] } });
     await request(url, '/api/v1/timers', { method: 'POST', expect: [200, 201],
         body: { timerId: 'remind-1', queue: 'dash.orders', payload: { remind: true }, fireAt: new Date(Date.now() + 3600e3).toISOString() } });
+
+    //  More than one page everywhere the dashboard pages: 120 messages in
+    //  three partitions (the browser shows 50 a page), 60 keys in one
+    //  bucket (50 a page) and 103 buckets (100 a page).
+    await pushItems(url, Array.from({ length: 120 }, (_, i) => ({
+        queue: 'dash.browse', partition: `b-${Math.floor(i / 40)}`, transactionId: `br-${String(i).padStart(3, '0')}`,
+        payload: { i } })), { queued: true });
+    const kvOps = [
+        ...Array.from({ length: 101 }, (_, i) => ({ type: 'kv.set', bucket: `b-${String(i).padStart(3, '0')}`, key: 'k', value: i })),
+        ...Array.from({ length: 60 }, (_, i) => ({ type: 'kv.set', bucket: 'many', key: `key-${String(i).padStart(3, '0')}`, value: i })),
+    ];
+    assert.equal((await transaction(url, kvOps)).success, true);
 
     //  The 100,000-partition queue: set up in PostgreSQL directly (ten
     //  queen.push calls of 10,000 partitions), which is only the fixture;
@@ -105,8 +117,8 @@ test('the broker serves the dashboard and its assets from the binary', async () 
 test('every view loads against a broker with data, without a console error', async () => {
     await open('#/overview', '01-overview');
     assert.match(await page.textContent('#overview-cards'), /connected/);
-    //  Stored messages: 30 + 1 + 100,000 (+ nothing else), from the statistics
-    assert.match(await page.textContent('#overview-cards'), /100,031/);
+    //  Stored messages: 30 + 1 + 120 + 100,000 (+ nothing else), from the statistics
+    assert.match(await page.textContent('#overview-cards'), /100,151/);
     assert.equal(await page.locator('#chart-live .uplot').count(), 1);
     assert.equal(await page.locator('#chart-history .uplot').count(), 1);
 
@@ -149,12 +161,111 @@ test('every view loads against a broker with data, without a console error', asy
     await page.screenshot({ path: path.join(SHOTS, '09-message.png'), fullPage: true });
     await open('#/dlq', '10-dlq');
     assert.match(await page.textContent('#dlq-table'), /cannot parse/);
-    await open('#/state', '11-state');
-    assert.match(await page.textContent('#kv-buckets'), /carts/);
+    await open('#/state?bucket=carts', '11-state');
+    assert.match(await page.textContent('main'), /Bucket carts/);
     assert.match(await page.textContent('#kv-keys'), /user-1/);
     assert.match(await page.textContent('#timers'), /remind-1/);
     await open('#/system', '12-system');
     assert.equal(await page.isChecked('#maint-push'), false);
+    assert.deepEqual(problems, []);
+});
+
+//  The transaction ids in the rows of a table (the messages' links).
+async function txnIds (sel) {
+    return page.$$eval(`${sel} a.msg-link`, (as) => as.map((a) => a.textContent));
+}
+
+//  Clicks a pager's Next (or Previous) and waits for the page number.
+async function turn (box, button, pageNo) {
+    await page.click(`#${button}`);
+    await page.waitForSelector(`#${box}[data-page="${pageNo}"]`);
+}
+
+test('the message browser and the kv view page through everything, keyset pages', async () => {
+    //  120 messages in b-0, b-1, b-2 (40 each): pages of 50, 50, 20,
+    //  partition by partition, newest first in each; every message once.
+    await open('#/messages?queue=dash.browse', '16-messages-page1');
+    const seen = [];
+    const p1 = await txnIds('#messages-table');
+    assert.equal(p1.length, 50);
+    assert.equal(p1[0], 'br-039');          //  b-0, newest first
+    assert.equal(p1[39], 'br-000');
+    assert.equal(p1[40], 'br-079');         //  then b-1
+    assert.equal(await page.isDisabled('#messages-prev'), true);
+    seen.push(...p1);
+    await turn('messages-table', 'messages-next', 2);
+    const p2 = await txnIds('#messages-table');
+    assert.equal(p2.length, 50);
+    assert.equal(p2[0], 'br-069');
+    seen.push(...p2);
+    await turn('messages-table', 'messages-next', 3);
+    const p3 = await txnIds('#messages-table');
+    assert.equal(p3.length, 20);
+    assert.equal(p3[19], 'br-080');
+    assert.equal(await page.isDisabled('#messages-next'), true);
+    seen.push(...p3);
+    await page.screenshot({ path: path.join(SHOTS, '17-messages-page3.png'), fullPage: true });
+    assert.equal(new Set(seen).size, 120);
+    assert.deepEqual([...seen].sort(), Array.from({ length: 120 }, (_, i) => `br-${String(i).padStart(3, '0')}`));
+    await turn('messages-table', 'messages-prev', 2);
+    assert.deepEqual(await txnIds('#messages-table'), p2);
+
+    //  The route under the browser: a time range, a cursor that is not one.
+    const route = '/api/v1/resources/queues/dash.browse/messages';
+    const hourAgo = new Date(Date.now() - 3600e3).toISOString();
+    let r = await request(url, `${route}?limit=200&from=${hourAgo}`);
+    assert.equal(r.body.messages.length, 120);
+    assert.equal(r.body.next, null);
+    r = await request(url, `${route}?to=${hourAgo}`);
+    assert.deepEqual(r.body, { queue: 'dash.browse', messages: [], next: null });
+    r = await request(url, `${route}?partition=b-2&limit=5`);
+    assert.deepEqual(r.body.messages.map((m) => m.transactionId), ['br-119', 'br-118', 'br-117', 'br-116', 'br-115']);
+    r = await request(url, `${route}?partition=b-2&limit=5&cursor=${encodeURIComponent(r.body.next)}`);
+    assert.equal(r.body.messages[0].transactionId, 'br-114');
+    assert.equal((await request(url, `${route}?cursor=nope`, { expect: 400 })).body.error,
+        'Invalid cursor: must be the next of a previous page');
+    assert.equal((await request(url, '/api/v1/resources/queues/no.such/messages', { expect: 404 })).status, 404);
+
+    //  One partition of the 100,000-partition queue, and the queue as a
+    //  whole: a page of 50 partitions' messages, then the next 50.
+    await open(`#/messages?queue=${BIG}&partition=p077777`);
+    assert.equal(await page.locator('#messages-table tbody tr').count(), 1);
+    assert.match(await page.textContent('#messages-table'), /p077777/);
+    await open(`#/messages?queue=${BIG}`, '18-messages-big');
+    const parts = () => page.$$eval('#messages-table tbody tr td:nth-child(2)', (tds) => tds.map((t) => t.textContent));
+    const b1 = await parts();
+    assert.equal(b1.length, 50);
+    assert.equal(b1[0], `${BIG} / p000000`);
+    assert.equal(b1[49], `${BIG} / p000049`);
+    await turn('messages-table', 'messages-next', 2);
+    const b2 = await parts();
+    assert.equal(b2[0], `${BIG} / p000050`);
+    assert.equal(b2[49], `${BIG} / p000099`);
+
+    //  Buckets: 103 of them, 100 a page; keys of "many": 60, 50 a page.
+    await open('#/state?bucket=many', '19-kv-page1');
+    const buckets = () => page.$$eval('#kv-buckets a.pill', (as) => as.map((a) => a.textContent));
+    const bk1 = await buckets();
+    assert.equal(bk1.length, 100);
+    assert.equal(bk1[0], 'b-000');
+    assert.equal(bk1[99], 'b-099');
+    await turn('kv-buckets', 'buckets-next', 2);
+    assert.deepEqual(await buckets(), ['b-100', 'carts', 'many']);
+    assert.equal(await page.isDisabled('#buckets-next'), true);
+    const keys = () => page.$$eval('#kv-keys a.kv-key', (as) => as.map((a) => a.textContent));
+    const k1 = await keys();
+    assert.equal(k1.length, 50);
+    assert.equal(k1[0], 'key-000');
+    await turn('kv-keys', 'kv-next', 2);
+    const k2 = await keys();
+    assert.deepEqual(k2, Array.from({ length: 10 }, (_, i) => `key-${String(50 + i).padStart(3, '0')}`));
+    assert.equal(await page.isDisabled('#kv-next'), true);
+    await page.screenshot({ path: path.join(SHOTS, '20-kv-page2.png'), fullPage: true });
+    //  A prefix search narrows the keys to one page.
+    await page.fill('#kv-prefix', 'key-05');
+    await page.click('#main form:has(#kv-prefix) button[type=submit]');
+    await page.waitForFunction(() => document.querySelectorAll('#kv-keys a.kv-key').length === 10
+        && document.querySelector('#kv-keys a.kv-key').textContent === 'key-050');
     assert.deepEqual(problems, []);
 });
 
@@ -164,7 +275,8 @@ test('actions: requeue a dead letter, seek a group, toggle maintenance', async (
     await page.click('#dlq-table .dlq-requeue');
     await settled();
     await waitFor(async () => (await request(url, '/api/v1/dlq?queue=dash.dlq')).body.total === 0, 10000);
-    assert.match(await page.textContent('main'), /empty/);
+    //  The view re-renders after the action: it then says the DLQ is empty.
+    await page.waitForFunction(() => /empty/.test(document.querySelector('#dlq-table')?.textContent || ''));
     const back = await popMessages(url, 'dash.dlq');
     assert.equal(back.length, 1);
     assert.deepEqual(back[0].data, { poison: true });
@@ -193,6 +305,71 @@ test('actions: requeue a dead letter, seek a group, toggle maintenance', async (
     assert.deepEqual(problems, []);
     for (const f of ['01-overview.png', '03-big-queue.png', '10-dlq.png', '14-maintenance-on.png'])
         assert.ok(fs.statSync(path.join(SHOTS, f)).size > 10000, f);
+});
+
+test('the brokers view: two brokers joined by the mesh list each other, one leaving shows', async () => {
+    //  Two brokers on their own database, meshed (docs/mesh.md); the
+    //  single broker of the other tests has the mesh off (startBroker's
+    //  MESH_PORT=0) and its overview says so.
+    await open('#/overview');
+    assert.match(await page.textContent('#brokers'), /mesh is off/);
+    const mdb = await createDatabase('dashmesh');
+    const meshed = [];
+    const start = async () => {
+        const port = await freePort();
+        const b = await startBroker({ db: mdb, env: {
+            MESH_PORT: String(port), MESH_SECRET: 'dash-mesh-secret-0123456789abcdef',
+            MESH_ADVERTISED_HOST: '127.0.0.1', MESH_HEARTBEAT_MS: '500' } });
+        b.meshId = `127.0.0.1:${port}`;
+        meshed.push(b);
+        return b;
+    };
+    const p = await browser.newPage({ viewport: { width: 1400, height: 1000 } });
+    const seen = [];
+    p.on('console', (msg) => { if (msg.type() === 'error') seen.push(msg.text()); });
+    p.on('pageerror', (err) => seen.push(`page error: ${err.message}`));
+    try {
+        const A = await start();
+        const B = await start();
+        const upOn = (x, y) => async () => ((await http(`${x.url}/health`)).body.mesh?.peers ?? [])
+            .some((q) => q.address === y.meshId && q.state === 'up');
+        await waitFor(upOn(B, A), 20000, 100);
+        //  A's overview, reloaded until it lists B up (the status the page
+        //  reads is the mesh's last periodic report)
+        const brokerRows = async () => {
+            //  (a goto to the URL the page is on would only move to the
+            //  same fragment: reload to read /health again)
+            if (p.url() === `${A.url}/#/overview`)
+                await p.reload();
+            else
+                await p.goto(`${A.url}/#/overview`);
+            await p.waitForSelector('main[data-ready="true"]');
+            return p.$$eval('#brokers tbody tr', (trs) => trs.map((tr) => [...tr.children].map((td) => td.textContent)));
+        };
+        let rows = [];
+        await waitFor(async () => (rows = await brokerRows()).some((r) => r[0] === B.meshId && r[1] === 'up'), 20000, 250);
+        assert.equal(rows.length, 2, JSON.stringify(rows));
+        assert.deepEqual(rows[0].slice(0, 2), [A.meshId, 'this broker']);
+        assert.deepEqual(rows[1].slice(0, 2), [B.meshId, 'up']);
+        assert.match(rows[1][2], /^\d[\d,]* ms ago$/);
+        assert.match(await p.textContent('#overview-cards'), /Brokers2this broker \+ 1 of 1 peers up/);
+        await p.screenshot({ path: path.join(SHOTS, '21-brokers.png'), fullPage: true });
+        //  B stops: A's view shows it no longer up once A notices.
+        await B.stop();
+        meshed.splice(meshed.indexOf(B), 1);
+        let after = [];
+        await waitFor(async () => {
+            after = await brokerRows();
+            const b = after.find((r) => r[0] === B.meshId);
+            return !b || b[1] !== 'up';
+        }, 20000, 250);
+        assert.deepEqual(after[0].slice(0, 2), [A.meshId, 'this broker']);
+        assert.match(await p.textContent('#overview-cards'), /Brokers1this broker \+ 0 of \d peers? up/);
+        assert.deepEqual(seen, []);
+    } finally {
+        await p.close();
+        for (const b of meshed) await b.stop().catch(() => {});
+    }
 });
 
 test('behind JWT auth the dashboard asks for a token, then every call carries it', async () => {

@@ -63,6 +63,19 @@ test('after real traffic the exposition is promtool-clean and counts what happen
     assert.equal(dead.dlq, true);
     //  A push inside a transaction bundle counts too.
     assert.equal((await transaction(url, [{ type: 'push', items: [{ queue: 'pm.a', payload: 'in a txn' }] }])).success, true);
+    //  Acks inside a bundle count as acked / failed / dead-lettered like
+    //  plain acks, whatever their place among the bundle's operations: a
+    //  push first, then completed, failed (retryLimit 0: dead-lettered),
+    //  completed.
+    const more = await popMessages(url, 'pm.a', { batch: 3 });
+    assert.equal(more.length, 3);
+    const bundle = await transaction(url, [
+        { type: 'push', items: [{ queue: 'pm.a', payload: 'bundle push' }] },
+        { type: 'ack', ...ackFor(more[0], { status: 'completed' }) },
+        { type: 'ack', ...ackFor(more[1], { status: 'failed', error: 'bundle boom' }) },
+        { type: 'ack', ...ackFor(more[2], { status: 'completed' }) },
+    ]);
+    assert.equal(bundle.success, true, JSON.stringify(bundle));
     //  A long-poll that times out empty: parked, then expired.
     const empty = await http(`${url}/api/v1/pop/queue/pm.empty?wait=true&timeout=300`);
     assert.equal(empty.status, 204);
@@ -99,11 +112,13 @@ test('after real traffic the exposition is promtool-clean and counts what happen
     assert.ok(Math.abs(sample(text, 'process_start_time_seconds') - Date.now() / 1000) < 600);
 
     //  Messaging by queue, capped
-    assert.equal(sample(text, 'queen_messages_pushed_total{queue="pm.a"}'), 21);
-    assert.equal(sample(text, 'queen_messages_popped_total{queue="pm.a"}'), 5);
-    assert.equal(sample(text, 'queen_messages_acked_total{queue="pm.a"}'), 4);
-    assert.equal(sample(text, 'queen_messages_failed_total{queue="pm.a"}'), 1);
-    assert.equal(sample(text, 'queen_messages_dead_lettered_total{queue="pm.a"}'), 1);
+    //  20 + 1 + 1 pushed (two in bundles), 5 + 3 popped, 4 + 2 acked
+    //  (two in the bundle), 1 + 1 failed and dead-lettered (one in it)
+    assert.equal(sample(text, 'queen_messages_pushed_total{queue="pm.a"}'), 22);
+    assert.equal(sample(text, 'queen_messages_popped_total{queue="pm.a"}'), 8);
+    assert.equal(sample(text, 'queen_messages_acked_total{queue="pm.a"}'), 6);
+    assert.equal(sample(text, 'queen_messages_failed_total{queue="pm.a"}'), 2);
+    assert.equal(sample(text, 'queen_messages_dead_lettered_total{queue="pm.a"}'), 2);
     const pushedSeries = text.split('\n').filter((l) => l.startsWith('queen_messages_pushed_total{'));
     //  settle's probe queue, pm.a, pm.b are the 3; pm.c..pm.e are _other
     assert.equal(pushedSeries.length, 4, pushedSeries.join('\n'));

@@ -95,6 +95,40 @@ test('help, usage errors and completion', async () => {
     assert.equal(b.code, 0, b.out);
     assert.deepEqual(lines(b.out)[0].split(' '), ['dlq']);
     assert.match(lines(b.out)[1], /\blist\b.*\brequeue\b.*\bdelete\b.*--queue/);
+
+    //  zsh: the script registers with compsys (compinit's _comps), and its
+    //  function offers what the words so far call for (compadd and
+    //  _describe, compsys's builtins, replaced by functions that print
+    //  their arguments, since they only run inside a completion widget)
+    r = await ctl(['completion', 'zsh'], { server: false });
+    assert.equal(r.code, 0, show(r));
+    const zscript = path.join(TMP, `queenctl-completion-${process.pid}.zsh`);
+    fs.writeFileSync(zscript, r.stdout);
+    const zsh = (code) => new Promise((resolve) => {
+        const p = spawn('/usr/bin/zsh', ['-f', '-c', code]);
+        let out = '';
+        p.stdout.on('data', (d) => { out += d; });
+        p.stderr.on('data', (d) => { out += d; });
+        p.once('close', (c) => resolve({ code: c, out }));
+    });
+    const reg = await zsh(`autoload -U compinit; compinit -u -D; source ${zscript}; print -r -- "$_comps[queenctl]"`);
+    assert.equal(reg.code, 0, reg.out);
+    assert.equal(reg.out.trim(), '_queenctl');
+    const z = await zsh(`compadd () { print -r -- "compadd: $*" }; _describe () { print -r -- "describe: \${(j: :)\${(P@)4}}" }; ` +
+        `compdef () { : }; source ${zscript}; ` +
+        `words=(queenctl dl); CURRENT=2; _queenctl; ` +
+        `words=(queenctl --server http://x:1 dlq ''); CURRENT=5; _queenctl; ` +
+        `words=(queenctl push q -o ''); CURRENT=5; _queenctl; ` +
+        `words=(queenctl kv ''); CURRENT=3; _queenctl`);
+    assert.equal(z.code, 0, z.out);
+    const zl = lines(z.out);
+    assert.equal(zl.length, 4, z.out);
+    assert.match(zl[0], /^describe: .*\bdlq:browse, requeue or delete dead letters\b/);
+    for (const c of ['status', 'queues', 'push', 'tail', 'ack', 'seek', 'replay', 'lag', 'kv', 'timers', 'maintenance', 'bench'])
+        assert.match(zl[0], new RegExp(`\\b${c}:`), c);
+    assert.match(zl[1], /^compadd: -- list requeue delete --queue/);
+    assert.equal(zl[2], 'compadd: -- json table');
+    assert.match(zl[3], /^compadd: -- get set del list /);
 });
 
 test('the manual page renders without groff warnings and lists every command', async () => {
