@@ -28,6 +28,7 @@
               per-partition errors; Metadata: LEADER_NOT_AVAILABLE)
 */
 #include "actors/actors.h"
+#include "actors/kafka/group.h"
 #include "actors/pg/call.h"
 #include "actors/pg/statements.h"
 #include "base/hashmap.h"
@@ -107,6 +108,7 @@ typedef struct {
     msgpack_sbuffer body;       //  Reused message body
     s_req_t **parked;           //  Fetches waiting for data
     uint32_t parked_len, parked_cap;
+    qn_kgroup_t *group;         //  Owned: the group coordinator (actors/kafka/group.c)
 } self_t;
 
 static void s_start (self_t *self, s_conn_t *c);
@@ -1037,6 +1039,11 @@ s_start (self_t *self, s_conn_t *c)
         s_api_versions (self, r);
         return;
     }
+    //  Group coordinator APIs (actors/kafka/group.c), answered through s_on_group_answer.
+    if (qn_kgroup_owns (key, v, r->body, r->body_len)) {
+        qn_kgroup_request (self->group, r, &r->h, r->body, r->body_len);
+        return;
+    }
     int rc = -1;
     if (qn_kafka_version_ok (key, v)) {
         if (key == QN_KAFKA_METADATA)
@@ -1089,6 +1096,13 @@ s_start (self_t *self, s_conn_t *c)
         s_parts_alloc (r);
         s_parts_run (self, r);
     }
+}
+
+//  The group coordinator's answer of request r (payload NULL: close).
+static void
+s_on_group_answer (void *self_, void *req, qn_buf_t *payload)
+{
+    s_finish (self_, req, payload, payload == NULL);
 }
 
 static int
@@ -1167,6 +1181,7 @@ s_on_stop (void *self_, const qn_env_t *env)
 {
     (void) env;
     self_t *self = self_;
+    qn_kgroup_stop (self->group);
     while (self->parked_len) {
         s_req_t *r = self->parked [0];
         s_unpark (self, r);
@@ -1194,6 +1209,7 @@ static void
 s_destroy (void **self_p)
 {
     self_t *self = *self_p;
+    qn_kgroup_destroy (&self->group);
     qn_hashmap_each (self->conns, s_free_conn, NULL);
     qn_hashmap_destroy (&self->conns);
     msgpack_sbuffer_destroy (&self->exec);
@@ -1221,6 +1237,7 @@ qn_kafka_codec_new (qn_kernel_t *kernel, const qn_config_t *config)
     self->conns = qn_hashmap_new ();
     msgpack_sbuffer_init (&self->exec);
     msgpack_sbuffer_init (&self->body);
+    self->group = qn_kgroup_new (kernel, config, s_on_group_answer, self);
     qn_actor_def_t def = {
         .name = "kafka", .routes = s_routes, .self = self, .destroy = s_destroy
     };
