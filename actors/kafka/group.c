@@ -832,7 +832,11 @@ s_offset_commit (qn_kgroup_t *self, s_op_t *op)
             if (oc->generation_id != g->generation)
                 err = QN_KAFKA_ILLEGAL_GENERATION;
             else
-            if (g->state == S_PREPARING)
+            if (g->state == S_COMPLETING)
+                //  Deviation from spec §7 (which says PreparingRebalance),
+                //  as Kafka does: a member of the current generation may
+                //  still commit what it consumed until it rejoins; only
+                //  while the assignment is being handed out is it 27.
                 err = QN_KAFKA_REBALANCE_IN_PROGRESS;
             if (m)
                 m->last_seen = qn_now_ms ();
