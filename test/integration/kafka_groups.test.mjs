@@ -535,10 +535,12 @@ test('SIGKILL under a producing kcat and a consuming group: committed offsets su
     const first = start(['-P', '-t', 'sk']);
     first.proc.stdin.end('first\n');
     assert.equal(await first.done, 0, first.err);
-    const prod = start(['-P', '-t', 'sk']);
+    //  -E: kcat keeps going while the broker is down (librdkafka reconnects
+    //  and delivers what it buffered).
+    const prod = start(['-E', '-P', '-t', 'sk']);
     let i = 0;
     const feed = setInterval(() => { prod.proc.stdin.write(`m${i++}\n`); }, 10);
-    const cons = start(['-G', 'gk', '-o', 'beginning', '-f', '%o %s\n', '-X', 'auto.commit.interval.ms=300', 'sk']);
+    const cons = start(['-E', '-G', 'gk', '-o', 'beginning', '-f', '%o %s\n', '-X', 'auto.commit.interval.ms=300', 'sk']);
     const committed = async (db) => {
         const v = (await psql(`SELECT committed_offset FROM queen.kafka_group_offset WHERE group_name = 'gk'`, { db })).trim();
         return v === '' ? -1 : Number(v);
@@ -554,7 +556,8 @@ test('SIGKILL under a producing kcat and a consuming group: committed offsets su
         //  The broker comes back on the same ports and database; the producer reconnects.
         b2 = await startBroker({ port: hp, db: b1.db, env: ENV(kp), fileBufferDir: b1.fileBufferDir });
         assert.equal(await committed(b1.db), at, 'committed offset survived');
-        const again = start(['-G', 'gk', '-f', '%o %s\n', 'sk']);
+        //  Were the offsets lost, earliest would start it at 0.
+        const again = start(['-E', '-G', 'gk', '-X', 'auto.offset.reset=earliest', '-f', '%o %s\n', 'sk']);
         try {
             await waitFor(() => lines(again.out).length >= 20, 60000, 200);
         } catch (e) {
