@@ -430,7 +430,7 @@ test('kafkajs: the §12.3 script (2-member group, admin fetchOffsets, fetchTopic
     await admin.disconnect();
 });
 
-test('kafkajs: a third member joins, one leaves; assignments disjoint and complete, nothing lost or twice', async () => {
+test('kafkajs: a third member joins, one leaves, then another; assignments disjoint and complete, nothing lost or twice', async () => {
     const kafka = kjs('kjs-rb');
     const admin = kafka.admin();
     await admin.connect();
@@ -473,6 +473,7 @@ test('kafkajs: a third member joins, one leaves; assignments disjoint and comple
     const c1 = await mk('c1');
     const c2 = await mk('c2');
     let c3;
+    let left2 = false;
     try {
         await waitFor(() => covers(['c1', 'c2']), 60000, 200);
         await produce(30);
@@ -487,16 +488,22 @@ test('kafkajs: a third member joins, one leaves; assignments disjoint and comple
         await waitFor(() => covers(['c2', 'c3']), 60000, 200);
         await produce(30);
         await waitFor(async () => count.size === 90 && await committedSum() === 90, 60000, 200);
+        //  c2 leaves too: c3 is reassigned all three within 15 s (spec §12.3's second script).
+        await c2.disconnect();
+        left2 = true;
+        await waitFor(() => covers(['c3']), 15000, 100);
+        await produce(30);
+        await waitFor(async () => count.size === 120 && await committedSum() === 120, 60000, 200);
         await sleep(1000);
         const twice = [...count].filter(([, k]) => k !== 1);
         assert.deepEqual(twice, [], 'each message delivered exactly once');
-        assert.equal(count.size, 90);
+        assert.equal(count.size, 120);
         const tops = await admin.fetchTopicOffsets('krb');
         const offs = await admin.fetchOffsets({ groupId: 'kg2', topics: ['krb'] });
         assert.deepEqual(offs[0].partitions.map((x) => [x.partition, x.offset]).sort(),
                          tops.map((x) => [x.partition, x.high]).sort(), 'committed = high watermark');
     } finally {
-        for (const c of [c2, c3])
+        for (const c of [left2 ? null : c2, c3])
             if (c)
                 await c.disconnect();
         await p.disconnect();
