@@ -14,7 +14,7 @@ import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import net from 'node:net';
 import kafkajs from 'kafkajs';
-import { startBroker, freePort, psql, sleep, waitFor } from './lib.mjs';
+import { startBroker, freePort, psql, sleep, waitFor, popMessages, ackBatch, ackFor } from './lib.mjs';
 
 const { Kafka, logLevel, CompressionTypes } = kafkajs;
 
@@ -336,6 +336,28 @@ test('OffsetCommit / OffsetFetch: stored in PostgreSQL, metadata byte for byte, 
         const rows = await psql(`SELECT committed_offset, encode(metadata, 'hex') FROM queen.kafka_group_offset WHERE group_name = 'og'`,
                                 { db: broker.db });
         assert.match(rows, /2\|6dc3a974610064617461/);
+    } finally {
+        c.end();
+    }
+});
+
+test('a Kafka group and a native group of the same name share nothing (spec §6.4, §12.4.4)', async () => {
+    const p = await kcat(['-P', '-t', 'xg', '-K:'], { input: 'e1:{"v":1}\ne2:{"v":2}\ne3:{"v":3}\n' });
+    assert.equal(p.code, 0, p.err);
+    const c = await connect();
+    try {
+        //  The Kafka group kx has read everything (a simple commit at the end).
+        assert.deepEqual(readCommit(await c.send(8, 5, commitBody('kx', -1, '', [['xg', [[0, 3, null]]]]))), { xg: { 0: 0 } });
+        //  The native group kx still starts at the beginning, and its acks
+        //  do not move the Kafka group's offset.
+        const msgs = [];
+        for (let i = 0; i < 5 && msgs.length < 3; i++)
+            msgs.push(...await popMessages(broker.url, 'xg', { batch: 10, consumerGroup: 'kx' }));
+        assert.deepEqual(msgs.map((m) => m.data.v).sort(), [1, 2, 3]);
+        await ackBatch(broker.url, msgs.map((m) => ackFor(m, { status: 'completed' })), { consumerGroup: 'kx', success: true });
+        assert.deepEqual((await popMessages(broker.url, 'xg', { batch: 10, consumerGroup: 'kx' })).length, 0);
+        const f = readFetch(await c.send(9, 4, fetchBody('kx', [['xg', [0]]])));
+        assert.deepEqual(f.topics.xg[0], { offset: 3, meta: null, error: 0 });
     } finally {
         c.end();
     }
