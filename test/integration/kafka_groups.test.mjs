@@ -607,8 +607,15 @@ test('SIGKILL under a producing kcat and a consuming group: committed offsets su
         prod.proc.kill('SIGKILL');
         cons.proc.kill('SIGKILL');
         if (b2)
-            await b2.stop();
+            assert.equal(await b2.stop(), 0, b2.logs().slice(-4000));
         else
             await b1.kill();
     }
+});
+
+//  Last (lib.mjs's own after hook SIGKILLs what is left, so the exit is
+//  checked here): SIGTERM gives a clean exit, under ASan with no error or
+//  leak report, with the coordinator's groups and held requests freed.
+test('the broker stops cleanly after the group tests', async () => {
+    assert.equal(await broker.stop(), 0, broker.logs().slice(-4000));
 });
