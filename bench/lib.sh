@@ -27,7 +27,10 @@ bench_start () {
     $PSQL -d postgres -c "DROP DATABASE IF EXISTS $DB" -c "CREATE DATABASE $DB"
     PORT=$(sh "$QN_ROOT/scripts/pg.sh" freeport)
     # shellcheck disable=SC2086
-    env PORT="$PORT" HOST=127.0.0.1 PG_HOST=127.0.0.1 PG_PORT="$QN_PG_PORT" PG_DB="$DB" \
+    #  The other doors off unless a scenario asks (fixed default ports
+    #  collide with other brokers on the machine)
+    env KAFKA_PORT=0 SQS_PORT=0 MESH_PORT=0 \
+        PORT="$PORT" HOST=127.0.0.1 PG_HOST=127.0.0.1 PG_PORT="$QN_PG_PORT" PG_DB="$DB" \
         FILE_BUFFER_DIR="$QN_TMP/spool" LOG_LEVEL=warn ${BENCH_BROKER_ENV:-} \
         "$QN_BIN" > "$QN_TMP/broker.log" 2>&1 &
     QPID=$!

@@ -1,15 +1,20 @@
-//  bench/mesh_load.mjs URL_A URL_B OUT_JSON - the load of bench/mesh.sh.
-//  1. push -> parked pop wake-up: a pop parks (wait=true) on A (same
+//  bench/mesh_load.mjs URL_A URL_B OUT_JSON [PARTS] - node load of bench/mesh.sh.
+//  PARTS: "wake,rpc" (default) or one of them.
+//  1. wake: push -> parked pop wake-up: a pop parks (wait=true) on A (same
 //     broker) or on B (other broker), then one push on A; the time from
-//     sending the push to the pop's answer. ROUNDS rounds each, alternated.
-//  2. ephemeral request/reply across two brokers: REPLIERS loops on B
-//     (receive, reply), REQUESTERS loops on A (request), for SECONDS:
-//     round trips per second and their latency.
+//     sending the push to the pop's answer, and to the push's own answer.
+//     ROUNDS rounds each, alternated.
+//  2. rpc: ephemeral request/reply across two brokers with node's http
+//     client: REPLIERS loops on B (receive, reply), REQUESTERS loops on A
+//     (request), for SECONDS: round trips per second and their latency.
+//     (The generator of the first measurements; bench/mesh_rr.c is the
+//     one that can load the brokers: node spent ~1.8 ms CPU per round trip.)
 import http from 'node:http';
 import fs from 'node:fs';
 import { makeRequest } from './http.mjs';
 
-const [urlA, urlB, out] = process.argv.slice(2);
+const [urlA, urlB, out, partsArg] = process.argv.slice(2);
+const PARTS = (partsArg || 'wake,rpc').split(',');
 const A = new URL(urlA), B = new URL(urlB);
 const reqA = makeRequest(A, 60000), reqB = makeRequest(B, 60000);
 const ROUNDS = Number(process.env.MESH_ROUNDS || 200);
@@ -27,7 +32,7 @@ const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 async function wakeups () {
     const pushAgent = agent(), popAgent = agent();
     await reqA(pushAgent, 'POST', '/api/v1/configure', { queue: 'bench-wake', options: {} });
-    const same = [], cross = [];
+    const same = [], cross = [], pushed = [];
     for (let i = 0; i < ROUNDS * 2; i++) {
         const crossRound = i % 2 === 1;
         const req = crossRound ? reqB : reqA;
@@ -35,13 +40,14 @@ async function wakeups () {
         await sleep(15);                        //  The pop parks (its first attempt finds nothing)
         const t0 = process.hrtime.bigint();
         await reqA(pushAgent, 'POST', '/api/v1/push', { items: [{ queue: 'bench-wake', payload: { i } }] });
+        pushed.push(Number(process.hrtime.bigint() - t0) / 1e6);
         const res = await pop;
         const ms = Number(process.hrtime.bigint() - t0) / 1e6;
         if (res.status !== 200)
             throw new Error(`round ${i}: pop answered ${res.status}`);
         (crossRound ? cross : same).push(ms);
     }
-    return { same, cross };
+    return { same, cross, pushed };
 }
 
 async function requestReply () {
@@ -79,18 +85,22 @@ async function requestReply () {
     return { trips, errors, elapsed, lat };
 }
 
-const w = await wakeups();
-const rr = await requestReply();
-const result = {
-    wake: {
+const result = {};
+if (PARTS.includes('wake')) {
+    const w = await wakeups();
+    result.wake = {
         rounds: ROUNDS,
         same: { p50: pct(w.same, 0.5), p99: pct(w.same, 0.99) },
         cross: { p50: pct(w.cross, 0.5), p99: pct(w.cross, 0.99) },
-    },
-    rpc: {
+        push: { p50: pct(w.pushed, 0.5), p99: pct(w.pushed, 0.99) },
+    };
+}
+if (PARTS.includes('rpc')) {
+    const rr = await requestReply();
+    result.rpc = {
         requesters: REQUESTERS, repliers: REPLIERS, seconds: rr.elapsed, trips: rr.trips, errors: rr.errors,
         perSecond: rr.trips / rr.elapsed, p50: pct(rr.lat, 0.5), p99: pct(rr.lat, 0.99),
-    },
-};
+    };
+}
 fs.writeFileSync(out, JSON.stringify(result));
 console.log(JSON.stringify(result));

@@ -24,12 +24,21 @@
 #   and stopped afterwards; its client is the npm amqplib package. pg-boss
 #   runs on the same PostgreSQL, in its own database. Both npm packages are
 #   installed into bench/peers/node_modules (bench/peers/package.json).
+#   PGMQ (github pgmq/pgmq, its PL/pgSQL build `pgmq-extension/sql/pgmq.sql`)
+#   runs on the same PostgreSQL in its own database, driven by pgbench:
+#   push = 8 clients × pgmq.send_batch of 100; cycle = 4 clients sending
+#   batches of 100 beside 4 clients each doing pgmq.read(100) +
+#   pgmq.delete(ids) in one transaction (consumed = sent - left). Its SQL is
+#   not part of this repository: QN_PGMQ_SQL names the file (fetch it
+#   yourself); unset, PGMQ is skipped with a line saying so.
 #   A peer that cannot be installed or started is skipped with a line
 #   saying why.
 # Prints one table: absolute figures and each one's ratio to Queen.
 # Writes QN_BENCH_OUT/peers.txt. Run by bench/run.sh.
 # Environment: QN_PEERS_SECONDS (15), QN_PEERS_RABBIT_QUEUE_TYPE (classic;
-# quorum for Raft-replicated queues).
+# quorum for Raft-replicated queues), QN_PGMQ_SQL (path of pgmq.sql),
+# QN_PEERS_ONLY (space-separated subset of "queen pgbench pgmq pgboss
+# rabbit"; default all).
 set -eu
 
 HERE=$(cd "$(dirname "$0")" && pwd -P)
@@ -48,6 +57,12 @@ PGBENCH=$(ls /usr/lib/postgresql/*/bin/pgbench 2>/dev/null | tail -n 1)
 PEERS="$HERE/peers"
 DB=bench_peers
 BOSS_DB=bench_pgboss
+PGMQ_DB=bench_pgmq
+ONLY=" ${QN_PEERS_ONLY:-queen pgbench pgmq pgboss rabbit} "
+want () {
+    case "$ONLY" in *" $1 "*) return 0 ;; esac
+    return 1
+}
 mkdir -p "$QN_BENCH_OUT"
 
 QPID=""
@@ -99,7 +114,7 @@ jfield () {
 $PSQL -d postgres -c "DROP DATABASE IF EXISTS $DB" -c "DROP DATABASE IF EXISTS $BOSS_DB" \
       -c "CREATE DATABASE $DB" -c "CREATE DATABASE $BOSS_DB"
 PORT=$(sh "$PG" freeport)
-PORT=$PORT HOST=127.0.0.1 PG_HOST=127.0.0.1 PG_PORT=$QN_PG_PORT PG_DB=$DB \
+KAFKA_PORT=0 SQS_PORT=0 MESH_PORT=0 PORT=$PORT HOST=127.0.0.1 PG_HOST=127.0.0.1 PG_PORT=$QN_PG_PORT PG_DB=$DB \
     FILE_BUFFER_DIR="$T/spool" LOG_LEVEL=warn "$QN_BIN" > "$T/broker.log" 2>&1 &
 QPID=$!
 URL="http://127.0.0.1:$PORT"
@@ -157,7 +172,9 @@ kill -TERM "$QPID" 2>/dev/null && wait "$QPID" 2>/dev/null || true
 QPID=""
 PG_PUSH=""
 PG_CYCLE=""
-if [ -z "$PGBENCH" ]; then
+if ! want pgbench; then
+    :
+elif [ -z "$PGBENCH" ]; then
     note "PostgreSQL ceilings skipped: pgbench not found"
 else
     echo "peers: PostgreSQL ceiling, queen.push via pgbench (${SECS}s)"
@@ -173,10 +190,71 @@ else
     PG_CYCLE=$(( (c1 - c0) / SECS ))
 fi
 
+# ---------------------------------------------------------------- PGMQ
+M_PUSH=""
+M_CYCLE=""
+M_VERSION=""
+if ! want pgmq; then
+    :
+elif [ -z "${QN_PGMQ_SQL:-}" ]; then
+    note "PGMQ skipped: QN_PGMQ_SQL is unset (path of pgmq.sql from github pgmq/pgmq, pgmq-extension/sql/pgmq.sql)"
+elif [ ! -r "$QN_PGMQ_SQL" ]; then
+    note "PGMQ skipped: QN_PGMQ_SQL=$QN_PGMQ_SQL is not a readable file"
+elif [ -z "$PGBENCH" ]; then
+    note "PGMQ skipped: pgbench not found"
+elif ! { $PSQL -d postgres -c "DROP DATABASE IF EXISTS $PGMQ_DB" -c "CREATE DATABASE $PGMQ_DB" &&
+         $PSQL -d $PGMQ_DB -v ON_ERROR_STOP=1 -f "$QN_PGMQ_SQL" &&
+         $PSQL -d $PGMQ_DB -v ON_ERROR_STOP=1 -c "SELECT pgmq.create ('bpush')" -c "SELECT pgmq.create ('bcycle')"; } \
+        > "$T/pgmq_install.txt" 2>&1; then
+    note "PGMQ skipped: installing $QN_PGMQ_SQL failed ($(tail -n 1 "$T/pgmq_install.txt"))"
+else
+    M_VERSION="pgmq.sql sha256 $(sha256sum "$QN_PGMQ_SQL" | cut -c1-12)"
+    #  256-byte JSON documents, as the others' payloads
+    cat > "$T/pgmq_send.sql" <<'EOF'
+SELECT count(*) FROM pgmq.send_batch ('QUEUE',
+  ARRAY (SELECT jsonb_build_object ('s', g, 't', 1764500000000, 'f', repeat ('x', 216))
+         FROM generate_series (1, 100) g));
+EOF
+    sed 's/QUEUE/bpush/' "$T/pgmq_send.sql" > "$T/pgmq_push.sql"
+    sed 's/QUEUE/bcycle/' "$T/pgmq_send.sql" > "$T/pgmq_produce.sql"
+    cat > "$T/pgmq_consume.sql" <<'EOF'
+BEGIN;
+SELECT coalesce (array_agg (msg_id), '{}') AS ids FROM pgmq.read ('bcycle', 60, 100) \gset
+SELECT count(*) FROM pgmq.delete ('bcycle', ':ids'::bigint[]);
+COMMIT;
+EOF
+    #  sent - left = consumed (deleted)
+    pgmq_consumed () {
+        $PSQL -d $PGMQ_DB -c "SELECT (SELECT CASE WHEN is_called THEN last_value ELSE 0 END
+                                        FROM pgmq.q_bcycle_msg_id_seq) - (SELECT count(*) FROM pgmq.q_bcycle)"
+    }
+    echo "peers: PGMQ push, pgmq.send_batch via pgbench (${SECS}s)"
+    PGOPTIONS="-c jit=off" "$PGBENCH" -n -h 127.0.0.1 -p "$QN_PG_PORT" -U postgres -c 8 -j 2 -T "$SECS" \
+        -f "$T/pgmq_push.sql" $PGMQ_DB > "$T/pgmq_push.txt" 2>&1 || true
+    tps=$(awk '/^tps/ { print int($3) }' "$T/pgmq_push.txt" | head -n 1)
+    [ -n "$tps" ] && M_PUSH=$((tps * 100)) || note "PGMQ push failed: $(tail -n 3 "$T/pgmq_push.txt")"
+    echo "peers: PGMQ cycle, 4 x send_batch + 4 x (read 100 + delete) via pgbench (${SECS}s)"
+    c0=$(pgmq_consumed)
+    PGOPTIONS="-c jit=off" "$PGBENCH" -n -h 127.0.0.1 -p "$QN_PG_PORT" -U postgres -c 4 -j 1 -T "$SECS" \
+        -f "$T/pgmq_produce.sql" $PGMQ_DB > "$T/pgmq_produce.txt" 2>&1 &
+    mp=$!
+    PGOPTIONS="-c jit=off" "$PGBENCH" -n -h 127.0.0.1 -p "$QN_PG_PORT" -U postgres -c 4 -j 1 -T "$SECS" \
+        -f "$T/pgmq_consume.sql" $PGMQ_DB > "$T/pgmq_consume.txt" 2>&1 || true
+    wait "$mp" || true
+    c1=$(pgmq_consumed)
+    if grep -q '^tps' "$T/pgmq_consume.txt" && grep -q '^tps' "$T/pgmq_produce.txt"; then
+        M_CYCLE=$(( (c1 - c0) / SECS ))
+    else
+        note "PGMQ cycle failed: $(tail -n 3 "$T/pgmq_consume.txt" "$T/pgmq_produce.txt" | tr '\n' ' ')"
+    fi
+fi
+
 # ---------------------------------------------------------------- npm packages
 #  node resolves bench/peers/node_modules from the scripts there.
 npm_ok=""
-if ! command -v npm >/dev/null 2>&1; then
+if ! want pgboss && ! want rabbit; then
+    :
+elif ! command -v npm >/dev/null 2>&1; then
     note "npm not found: RabbitMQ (amqplib) and pg-boss skipped"
 elif ( cd "$PEERS" && node -e "import('amqplib').then(() => import('pg-boss'))" ) >/dev/null 2>&1; then
     npm_ok=1
@@ -193,7 +271,7 @@ have_pkg () {
 # ---------------------------------------------------------------- pg-boss
 B_PUSH=""
 B_CYCLE=""
-if [ -z "$npm_ok" ]; then
+if [ -z "$npm_ok" ] || ! want pgboss; then
     :
 elif ! have_pkg pg-boss; then
     note "pg-boss skipped: the npm package could not be installed ($(tail -n 1 "$T/npm.log" 2>/dev/null))"
@@ -213,7 +291,7 @@ fi
 R_PUSH=""
 R_CYCLE=""
 R_VERSION=""
-if [ ! -x "$RABBIT_SERVER" ] && [ "$(id -u)" = 0 ]; then
+if want rabbit && [ ! -x "$RABBIT_SERVER" ] && [ "$(id -u)" = 0 ]; then
     echo "peers: installing rabbitmq-server (Debian)"
     export DEBIAN_FRONTEND=noninteractive
     if ! timeout 300 apt-get install -y -qq --no-install-recommends rabbitmq-server > "$T/apt.log" 2>&1; then
@@ -221,7 +299,7 @@ if [ ! -x "$RABBIT_SERVER" ] && [ "$(id -u)" = 0 ]; then
         timeout 300 apt-get install -y -qq --no-install-recommends rabbitmq-server >> "$T/apt.log" 2>&1 || true
     fi
 fi
-if [ -z "$npm_ok" ]; then
+if [ -z "$npm_ok" ] || ! want rabbit; then
     :
 elif [ ! -x "$RABBIT_SERVER" ]; then
     note "RabbitMQ skipped: rabbitmq-server is not installed and could not be ($(tail -n 1 "$T/apt.log" 2>/dev/null))"
@@ -271,24 +349,25 @@ cell () {
     echo "   $(nproc) cores ($(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //')), $(free -g | awk '/^Mem:/ { print $2 }') GiB;" \
          "PostgreSQL $($PSQL -d postgres -c 'SHOW server_version') (fsync on, synchronous_commit on);" \
          "RabbitMQ ${R_VERSION:-not run} ($RABBIT_QUEUE_TYPE durable queue, persistent, confirms, manual ack);" \
-         "pg-boss ${B_VERSION:-not run}"
+         "pg-boss ${B_VERSION:-not run}; PGMQ ${M_VERSION:-not run} (pgbench; cycle: read 100 + delete in one transaction)"
     echo "   load avg at start $LOAD_START, at end $(cut -d' ' -f1-3 /proc/loadavg)"
     echo
-    printf "%-34s %10s %10s %6s %10s %6s %12s %6s\n" "msg/s" queen rabbitmq ratio pg-boss ratio "pg ceiling" ratio
-    printf "%-34s %10s %10s %6s %10s %6s %12s %6s\n" "push (8 conns x batch 100)" "$(cell "$Q_PUSH")" \
+    printf "%-34s %10s %10s %6s %10s %6s %10s %6s %12s %6s\n" "msg/s" queen rabbitmq ratio pg-boss ratio pgmq ratio \
+        "pg ceiling" ratio
+    printf "%-34s %10s %10s %6s %10s %6s %10s %6s %12s %6s\n" "push (8 conns x batch 100)" "$(cell "$Q_PUSH")" \
         "$(cell "$R_PUSH")" "$(ratio "$R_PUSH" "$Q_PUSH")" "$(cell "$B_PUSH")" "$(ratio "$B_PUSH" "$Q_PUSH")" \
-        "$(cell "$PG_PUSH")" "$(ratio "$PG_PUSH" "$Q_PUSH")"
-    printf "%-34s %10s %10s %6s %10s %6s %12s %6s\n" "cycle consumed (4 + 4)" "$(cell "$Q_CYCLE")" \
+        "$(cell "$M_PUSH")" "$(ratio "$M_PUSH" "$Q_PUSH")" "$(cell "$PG_PUSH")" "$(ratio "$PG_PUSH" "$Q_PUSH")"
+    printf "%-34s %10s %10s %6s %10s %6s %10s %6s %12s %6s\n" "cycle consumed (4 + 4)" "$(cell "$Q_CYCLE")" \
         "$(cell "$R_CYCLE")" "$(ratio "$R_CYCLE" "$Q_CYCLE")" "$(cell "$B_CYCLE")" "$(ratio "$B_CYCLE" "$Q_CYCLE")" \
-        "$(cell "$PG_CYCLE")" "$(ratio "$PG_CYCLE" "$Q_CYCLE")"
-    printf "%-34s %10s %10s %6s %10s %6s %12s %6s\n" "cycle, keyed batches (4 + 4)" "$(cell "$Q_CYCLE_K")" \
+        "$(cell "$M_CYCLE")" "$(ratio "$M_CYCLE" "$Q_CYCLE")" "$(cell "$PG_CYCLE")" "$(ratio "$PG_CYCLE" "$Q_CYCLE")"
+    printf "%-34s %10s %10s %6s %10s %6s %10s %6s %12s %6s\n" "cycle, keyed batches (4 + 4)" "$(cell "$Q_CYCLE_K")" \
         "$(cell "$R_CYCLE")" "$(ratio "$R_CYCLE" "$Q_CYCLE_K")" "$(cell "$B_CYCLE")" "$(ratio "$B_CYCLE" "$Q_CYCLE_K")" \
-        "-" "-"
+        "$(cell "$M_CYCLE")" "$(ratio "$M_CYCLE" "$Q_CYCLE_K")" "-" "-"
     echo
     echo "ratio = that column / queen (above 1: faster than Queen). Queen spreads messages over 1,000 partitions;"
     echo "push and cycle pick a random partition per message (bench/load.mjs; pops claim up to 100 partitions);"
     echo "the keyed row sends each push batch to one partition (bench/peers/queen.mjs), the shape of per-key"
-    echo "client buffers; RabbitMQ and pg-boss have one queue and no partitions, so their figures repeat."
+    echo "client buffers; RabbitMQ, pg-boss and PGMQ have one queue and no partitions, so their figures repeat."
     echo "pg ceiling = pgbench running queen.push (and queen.pop + queen.ack for the cycle) directly, 8 clients:"
     echo "Queen's SQL without the broker."
     if [ -s "$T/notes" ]; then

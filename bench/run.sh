@@ -2,7 +2,8 @@
 # bench/run.sh BUILD_DIR [SCENARIO...] - the `make bench` entry point.
 #
 # Starts one throwaway PostgreSQL, then runs every bench/*.sh scenario except
-# this file (or only the named ones, e.g. `health`), one after the other,
+# this file and those with a line "# bench: explicit" (or only the named
+# ones, e.g. `health`), one after the other,
 # each in its own process group with a time limit. Whatever a scenario
 # leaves running is killed when it ends; PostgreSQL is stopped and the
 # scratch directory removed at the end, also on failure or Ctrl-C.
@@ -98,7 +99,9 @@ if [ $# -gt 0 ]; then
 else
     scenarios=""
     for f in bench/*.sh; do
-        [ "$f" = bench/run.sh ] || [ ! -f "$f" ] || scenarios="$scenarios $f"
+        #  "# bench: explicit" (bench/verify.sh: hours): only when named
+        [ "$f" = bench/run.sh ] || [ ! -f "$f" ] || grep -q '^# bench: explicit' "$f" \
+            || scenarios="$scenarios $f"
     done
 fi
 [ -n "$scenarios" ] || { echo "bench: no scenarios in bench/" >&2; exit 1; }

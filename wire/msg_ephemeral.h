@@ -1,7 +1,9 @@
 /*  wire/msg_ephemeral.h - the ephemeral queues' messages
     QN_MSG_EPH_CALL (264)   codec_http -> ephemeral
-        [op, name, body (bin), timeout_ms, query (str)]
-        one HTTP route of docs/ephemeral.md; answered with a PG_RESULT-shaped
+        [op, name, body (bin), timeout_ms, query (str), max, tenant]
+        one HTTP route of docs/ephemeral.md (max: a receive's batch size,
+        0 = one message, answered unwrapped; tenant: the caller's tenant,
+        "" = none: names are per tenant); answered with a PG_RESULT-shaped
         reply (wire/msg_pg.h) of one row [http status, json body], so the
         codec reads it with its one reply decoder.
     QN_MSG_MESH_EPH (265)   ephemeral <-> mesh: one peer operation (below),
@@ -31,8 +33,8 @@ typedef struct {
 } qn_eph_str_t;
 
 typedef struct {
-    qn_eph_str_t op, name, body, query;
-    int64_t timeout_ms;
+    qn_eph_str_t op, name, body, query, tenant;
+    int64_t timeout_ms, max;
 } qn_msg_eph_call_t;
 
 void qn_msg_eph_call_encode (msgpack_sbuffer *out, const qn_msg_eph_call_t *m);

@@ -42,7 +42,8 @@
     X (QN_MSG_MESH_STATUS,   262)  /* event "mesh": peers and hint counts [json] */ \
     X (QN_MSG_MESH_MAINT_POLL, 263) /* mesh -> pg_writer: read the maintenance flags now [] */ \
     X (QN_MSG_EPH_CALL,      264)  /* codec_http -> ephemeral (wire/msg_ephemeral.h) */ \
-    X (QN_MSG_MESH_EPH,      265)  /* ephemeral <-> mesh: one peer operation */
+    X (QN_MSG_MESH_EPH,      265)  /* ephemeral <-> mesh: one peer operation */ \
+    X (QN_MSG_MESH_GROUP,    266)  /* event "group": a consumer group deleted or sought [tenant, queue, group, what] */
 
 typedef enum {
 #define QN_MSG_ENUM(name, num) name = num,

@@ -38,17 +38,18 @@ static const s_row_t s_table [] = {
     { "GET",    "/api/v1/status/buffers", QN_PR_CLUSTER, 0 },
     { "GET",    "/api/v1/analytics/postgres-stats", QN_PR_CLUSTER, 0 },
     { "POST",   "/internal/api/notify", QN_PR_CLUSTER, 0 },
-    //  ephemeral queues are named cell-wide, not per tenant (docs/ephemeral.md)
-    { "POST",   "/api/v1/ephemeral/queues/:name", QN_PR_CLUSTER, 0 },
-    { "POST",   "/api/v1/ephemeral/queues/:name/send", QN_PR_CLUSTER, 0 },
-    { "GET",    "/api/v1/ephemeral/queues/:name/receive", QN_PR_CLUSTER, 0 },
-    { "POST",   "/api/v1/ephemeral/queues/:name/request", QN_PR_CLUSTER, 0 },
-    { "POST",   "/api/v1/ephemeral/reply", QN_PR_CLUSTER, 0 },
-    { "POST",   "/api/v1/ephemeral/topics/:name/subscribe", QN_PR_CLUSTER, 0 },
-    { "GET",    "/api/v1/ephemeral/topics/:name/subscribers", QN_PR_CLUSTER, 0 },
-    { "POST",   "/api/v1/ephemeral/topics/:name/publish", QN_PR_CLUSTER, 0 },
-    { "GET",    "/api/v1/ephemeral/topics/:name/poll", QN_PR_CLUSTER, 0 },
+    //  the broker's ephemeral memory figures (names are per tenant, below)
     { "GET",    "/api/v1/ephemeral/stats", QN_PR_CLUSTER, 0 },
+    //  ephemeral queues and topics: names are per tenant (docs/ephemeral.md)
+    { "POST",   "/api/v1/ephemeral/queues/:name", QN_PR_FORWARD, AD },
+    { "POST",   "/api/v1/ephemeral/queues/:name/send", QN_PR_FORWARD, PROD },
+    { "GET",    "/api/v1/ephemeral/queues/:name/receive", QN_PR_FORWARD, CONS },
+    { "POST",   "/api/v1/ephemeral/queues/:name/request", QN_PR_FORWARD, PROD },
+    { "POST",   "/api/v1/ephemeral/reply", QN_PR_FORWARD, CONS },
+    { "POST",   "/api/v1/ephemeral/topics/:name/subscribe", QN_PR_FORWARD, CONS },
+    { "GET",    "/api/v1/ephemeral/topics/:name/subscribers", QN_PR_FORWARD, READ },
+    { "POST",   "/api/v1/ephemeral/topics/:name/publish", QN_PR_FORWARD, PROD },
+    { "GET",    "/api/v1/ephemeral/topics/:name/poll", QN_PR_FORWARD, CONS },
     //  the dashboard's page and assets (no data: every call it makes is
     //  an API route checked on its own)
     { "GET",    "/", QN_PR_FORWARD, ALL },

@@ -404,3 +404,82 @@ qn_sigv4_parse_authorization (const char *value, size_t len, qn_sigv4_auth_t *ou
     }
     return have_cred && have_signed && have_sig ? 0 : -1;
 }
+
+// ------------------------------------------------------------------ request time
+static int
+s_digits (const char *s, int n)
+{
+    int v = 0;
+    for (int i = 0; i < n; i++) {
+        if (s [i] < '0' || s [i] > '9')
+            return -1;
+        v = v * 10 + (s [i] - '0');
+    }
+    return v;
+}
+
+static int64_t
+s_epoch (int year, int mon, int day, int hour, int min, int sec)
+{
+    static const int mdays [12] = { 31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31 };
+    bool leap = (year % 4 == 0 && year % 100 != 0) || year % 400 == 0;
+    if (year < 1970 || year > 9999 || mon < 1 || mon > 12 || day < 1
+    ||  day > mdays [mon - 1] + (mon == 2 && leap) || hour > 23 || min > 59 || sec > 60)
+        return -1;
+    //  Days from the civil date (proleptic Gregorian), 1970-01-01 = 0.
+    int y = year - (mon <= 2);
+    int era = y / 400;
+    int yoe = y - era * 400;
+    int doy = (153 * (mon + (mon > 2? -3: 9)) + 2) / 5 + day - 1;
+    int doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+    int64_t days = (int64_t) era * 146097 + doe - 719468;
+    return days * 86400 + hour * 3600 + min * 60 + sec;
+}
+
+int64_t
+qn_sigv4_request_time (const char *x_amz_date, size_t x_len, const char *date,
+                       size_t date_len, char out [17])
+{
+    int64_t t = -1;
+    if (x_amz_date) {
+        const char *s = x_amz_date;
+        if (x_len != 16 || s [8] != 'T' || s [15] != 'Z')
+            return -1;
+        int Y = s_digits (s, 4), M = s_digits (s + 4, 2), D = s_digits (s + 6, 2);
+        int h = s_digits (s + 9, 2), m = s_digits (s + 11, 2), sec = s_digits (s + 13, 2);
+        if (Y < 0 || M < 0 || D < 0 || h < 0 || m < 0 || sec < 0)
+            return -1;
+        t = s_epoch (Y, M, D, h, m, sec);
+        if (t < 0)
+            return -1;
+        memcpy (out, s, 16);
+        out [16] = 0;
+        return t;
+    }
+    if (!date)
+        return -1;
+    //  "Sun, 06 Nov 1994 08:49:37 GMT": 29 characters exactly.
+    static const char *months = "JanFebMarAprMayJunJulAugSepOctNovDec";
+    const char *s = date;
+    if (date_len != 29 || s [3] != ',' || s [4] != ' ' || s [7] != ' ' || s [11] != ' '
+    ||  s [16] != ' ' || s [19] != ':' || s [22] != ':' || s [25] != ' '
+    ||  memcmp (s + 26, "GMT", 3))
+        return -1;
+    int M = 0;
+    for (int i = 0; i < 12; i++)
+        if (!memcmp (s + 8, months + i * 3, 3))
+            M = i + 1;
+    int D = s_digits (s + 5, 2), Y = s_digits (s + 12, 4);
+    int h = s_digits (s + 17, 2), m = s_digits (s + 20, 2), sec = s_digits (s + 23, 2);
+    if (!M || Y < 0 || D < 0 || h < 0 || m < 0 || sec < 0)
+        return -1;
+    t = s_epoch (Y, M, D, h, m, sec);
+    if (t < 0)
+        return -1;
+    //  Every field was range-checked by s_epoch: the text is 16 characters.
+    char tmp [64];
+    snprintf (tmp, sizeof tmp, "%04d%02d%02dT%02d%02d%02dZ", Y, M, D, h, m, sec);
+    memcpy (out, tmp, 16);
+    out [16] = 0;
+    return t;
+}

@@ -76,6 +76,16 @@ int qn_sigv4_authorization (const qn_sigv4_request_t *r, const char *access_key,
 //  Lowercase hex SHA-256 of data (the payload hash).
 void qn_sigv4_sha256_hex (const void *data, size_t len, char out_hex [65]);
 
+//  The request time of a signed request (spec sqs.md §3.3): the
+//  X-Amz-Date value "yyyymmddThhmmssZ" (x_amz_date, NULL when the header is
+//  absent), else the HTTP Date header in IMF-fixdate form "Sun, 06 Nov 1994
+//  08:49:37 GMT" (date, NULL when absent). Returns the epoch seconds and
+//  writes the instant in the X-Amz-Date form (what the string to sign
+//  carries) into out, or -1 when the header used is missing or malformed
+//  (X-Amz-Date present but malformed: -1; Date is not tried then).
+int64_t qn_sigv4_request_time (const char *x_amz_date, size_t x_len, const char *date,
+                               size_t date_len, char out [17]);
+
 //  Compares two hex signatures in time independent of where they differ.
 bool qn_sigv4_equal (const char *a_hex, const char *b_hex);
 

@@ -134,6 +134,10 @@ typedef struct {
     bool list_value;            //  StringListValues / BinaryListValues were sent
 } qn_sqs_attr_t;
 
+//  True when n is a legal message attribute name (1-256 of [A-Za-z0-9_.-],
+//  no leading, trailing or doubled '.', not AWS. / Amazon. in any case).
+bool qn_sqs_attr_name_valid (const qn_sqs_str_t *n);
+
 typedef struct {
     qn_sqs_str_t key;
     qn_sqs_str_t value;

@@ -108,8 +108,8 @@ s_batch_id_valid (const qn_sqs_str_t *id)
     return true;
 }
 
-static bool
-s_attr_name_valid (const qn_sqs_str_t *n)
+bool
+qn_sqs_attr_name_valid (const qn_sqs_str_t *n)
 {
     if (!n->ptr || n->len == 0 || n->len > 256 || n->ptr [0] == '.' || n->ptr [n->len - 1] == '.')
         return false;
@@ -185,7 +185,7 @@ s_check_attrs (const qn_sqs_attr_t *attrs, uint32_t count, bool system, size_t *
         if (system && !(a->name.ptr && a->name.len == 14 && memcmp (a->name.ptr, "AWSTraceHeader", 14) == 0))
             return qn_sqs_fail (err, QN_SQS_E_INVALID_PARAMETER_VALUE,
                                 "Message system attribute name '%.*s' is invalid.", nl, nm);
-        if (!system && !s_attr_name_valid (&a->name))
+        if (!system && !qn_sqs_attr_name_valid (&a->name))
             return qn_sqs_fail (err, QN_SQS_E_INVALID_PARAMETER_VALUE,
                                 "Message (user) attribute name '%.*s' is invalid.", nl, nm);
         for (uint32_t j = 0; j < i; j++)

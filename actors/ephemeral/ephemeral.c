@@ -37,6 +37,9 @@
 #include <string.h>
 
 #define S_MAX_NAME        255
+#define S_MAX_TENANT      64
+#define S_MAX_KEY         (S_MAX_NAME + S_MAX_TENANT + 2)   //  A name scoped by its tenant
+#define S_SEP             '\x1f'        //  "\x1f<tenant>\x1f<name>": a named tenant's name
 #define S_DEFAULT_MAX     1000          //  maxMessages of a queue created by use
 #define S_MAILBOX_MAX     1000          //  Messages a subscriber's mailbox keeps (oldest dropped)
 #define S_SUB_TTL_MS      30000         //  Presence without a ttl
@@ -44,6 +47,7 @@
 #define S_MAX_REMOTE      16
 #define S_MAX_SUBS        4096          //  Subscribers of one topic
 #define S_OVERHEAD        64            //  Bytes counted per message besides its payload
+#define S_MAX_BATCH       1000          //  A receive's max
 
 typedef struct s_msg {
     struct s_msg *next;
@@ -64,6 +68,13 @@ typedef struct s_waiter {
     void *owner;                //  s_queue_t (receive), s_sub_t (poll)
     uint64_t inbox;             //  Request: its inbox number
     char *corr_id;              //  Request: the correlationId (owned)
+    char tenant [S_MAX_TENANT + 1]; //  Request: only its tenant's replies reach it
+    uint32_t max;               //  Receive: messages one answer carries (0: one, unwrapped)
+    s_msg_t *bhead, *btail;     //  Receive with max: taken, answered at the next flush
+    uint32_t nbatch;
+    bool linked;                //  Receive: in its queue's waiter list
+    bool ready;                 //  Receive with max: in self->ready
+    struct s_waiter *ready_next;
 } s_waiter_t;
 
 typedef struct {
@@ -72,7 +83,7 @@ typedef struct {
     int64_t at_ms;
 } s_remote_t;
 
-typedef struct {
+typedef struct s_queue {
     char *name;
     uint32_t max_messages;
     bool drop_oldest;
@@ -81,6 +92,8 @@ typedef struct {
     s_waiter_t *whead, *wtail;  //  Waiting consumers, oldest first
     uint32_t nwaiters;
     s_remote_t remote [S_MAX_REMOTE];
+    bool want_dirty;            //  A WANT is due at the next flush
+    struct s_queue *want_next;
 } s_queue_t;
 
 typedef struct {
@@ -110,6 +123,11 @@ typedef struct {
     uint64_t dropped, rejected, delivered, forwarded;
     qn_buf_t out;               //  Reusable
     msgpack_sbuffer sb;
+    //  Coalescing: WANTs and batched receives are sent once per pass of
+    //  the actor's loop (a 0 ms timer), not once per change.
+    s_queue_t *want_list;
+    s_waiter_t *ready;
+    bool flush_armed;
 } self_t;
 
 // ------------------------------------------------------------------ helpers
@@ -126,6 +144,16 @@ static bool
 s_is (const char *a, const char *b, size_t blen)
 {
     return strlen (a) == blen && !memcmp (a, b, blen);
+}
+
+//  The name a client sees: a named tenant's key without its tenant.
+static const char *
+s_shown (const char *key)
+{
+    if (key [0] != S_SEP)
+        return key;
+    const char *p = strchr (key + 1, S_SEP);
+    return p ? p + 1 : key;
 }
 
 static void
@@ -239,14 +267,55 @@ s_waiter_unlink_queue (s_queue_t *q, s_waiter_t *w)
         w->next->prev = w->prev;
     else
         q->wtail = w->prev;
+    w->next = w->prev = NULL;
+    w->linked = false;
     q->nwaiters--;
 }
 
+//  Messages the consumers waiting here can take now (what WANT says).
+static int64_t
+s_capacity (const s_queue_t *q)
+{
+    int64_t n = 0;
+    for (const s_waiter_t *w = q->whead; w; w = w->next)
+        n += w->max ? w->max - w->nbatch : 1;
+    return n;
+}
+
+static void s_flush (void *self_, void *arg);
+
+static void
+s_arm_flush (self_t *self)
+{
+    if (!self->flush_armed) {
+        self->flush_armed = true;
+        qn_timer_add (self->kernel, 0, 0, s_flush, NULL);
+    }
+}
+
+static void
+s_want_mark (self_t *self, s_queue_t *q)
+{
+    if (!q->want_dirty) {
+        q->want_dirty = true;
+        q->want_next = self->want_list;
+        self->want_list = q;
+    }
+}
+
+//  Tells the peers, at the next flush, what q's consumers here can take.
 static void
 s_want (self_t *self, s_queue_t *q)
 {
+    s_want_mark (self, q);
+    s_arm_flush (self);
+}
+
+static void
+s_want_send (self_t *self, s_queue_t *q)
+{
     qn_msg_eph_peer_t op = {
-        .kind = QN_EPH_WANT, .name = S_STR (q->name), .b = S_STR (self->id), .n = q->nwaiters
+        .kind = QN_EPH_WANT, .name = S_STR (q->name), .b = S_STR (self->id), .n = s_capacity (q)
     };
     s_peer_send (self, &op);
 }
@@ -266,13 +335,49 @@ s_message_json (qn_buf_t *b, const s_msg_t *m)
     qn_jw_obj_end (&w);
 }
 
-//  Hands m to the oldest local waiter of q; false when none waits.
+//  {"messages":[...]}: the answer of a receive with max; frees them.
+static void
+s_batch_json (self_t *self, qn_buf_t *b, s_msg_t *head)
+{
+    qn_buf_append (b, "{\"messages\":[", 13);
+    for (s_msg_t *m = head, *next; m; m = next) {
+        next = m->next;
+        if (m != head)
+            qn_buf_append (b, ",", 1);
+        s_message_json (b, m);
+        s_msg_free (self, m);
+    }
+    qn_buf_append (b, "]}", 2);
+}
+
+//  Hands m to the oldest local waiter of q (takes m); false when none
+//  waits. A waiter with max collects messages until it is full or the
+//  next flush, so a burst goes out as one answer.
 static bool
 s_hand_local (self_t *self, s_queue_t *q, s_msg_t *m)
 {
     s_waiter_t *w = q->whead;
     if (!w)
         return false;
+    self->delivered++;
+    if (w->max) {
+        m->next = NULL;
+        if (w->btail)
+            w->btail->next = m;
+        else
+            w->bhead = m;
+        w->btail = m;
+        w->nbatch++;
+        if (w->nbatch >= w->max)
+            s_waiter_unlink_queue (q, w);
+        if (!w->ready) {
+            w->ready = true;
+            w->ready_next = self->ready;
+            self->ready = w;
+        }
+        s_want (self, q);
+        return true;
+    }
     s_waiter_unlink_queue (q, w);
     qn_timer_cancel (self->kernel, w->timer);
     qn_buf_t b = QN_BUF_INIT;
@@ -280,9 +385,37 @@ s_hand_local (self_t *self, s_queue_t *q, s_msg_t *m)
     s_answer_to (self, w->reply_to, w->corr, 200, b.data, b.len);
     qn_buf_free (&b);
     free (w);
-    self->delivered++;
+    s_msg_free (self, m);
     s_want (self, q);
     return true;
+}
+
+//  The flush: batched receives are answered, then WANTs go out.
+static void
+s_flush (void *self_, void *arg)
+{
+    (void) arg;
+    self_t *self = self_;
+    self->flush_armed = false;
+    while (self->ready) {
+        s_waiter_t *w = self->ready;
+        self->ready = w->ready_next;
+        s_queue_t *q = w->owner;
+        if (w->linked)
+            s_waiter_unlink_queue (q, w);
+        qn_timer_cancel (self->kernel, w->timer);
+        qn_buf_reset (&self->out);
+        s_batch_json (self, &self->out, w->bhead);
+        s_answer_to (self, w->reply_to, w->corr, 200, self->out.data, self->out.len);
+        free (w);
+        s_want_mark (self, q);
+    }
+    while (self->want_list) {
+        s_queue_t *q = self->want_list;
+        self->want_list = q->want_next;
+        q->want_dirty = false;
+        s_want_send (self, q);
+    }
 }
 
 //  A peer that has a waiting consumer, believed recently; NULL if none.
@@ -335,10 +468,8 @@ s_buffer (self_t *self, s_queue_t *q, s_msg_t *m)
 static const char *
 s_deliver (self_t *self, s_queue_t *q, s_msg_t *m, int *status)
 {
-    if (s_hand_local (self, q, m)) {
-        s_msg_free (self, m);
+    if (s_hand_local (self, q, m))
         return "delivered";
-    }
     s_remote_t *r = s_remote_pick (q);
     if (r) {
         qn_msg_eph_peer_t op = {
@@ -366,6 +497,11 @@ s_on_receive_expired (void *self_, void *arg)
     self_t *self = self_;
     s_waiter_t *w = arg;
     s_queue_t *q = w->owner;
+    if (w->ready) {             //  It holds messages: the flush answers it
+        if (w->linked)
+            s_waiter_unlink_queue (q, w);
+        return;
+    }
     s_waiter_unlink_queue (q, w);
     s_answer_to (self, w->reply_to, w->corr, 204, "", 0);
     free (w);
@@ -388,10 +524,11 @@ s_on_request_expired (void *self_, void *arg)
 //  A reply for inbox n (this broker's): answers the requester. false when
 //  no requester waits there (timed out, or never existed).
 static bool
-s_reply_local (self_t *self, uint64_t inbox, qn_eph_str_t corr, qn_eph_str_t payload)
+s_reply_local (self_t *self, uint64_t inbox, qn_eph_str_t corr, qn_eph_str_t payload,
+               qn_eph_str_t tenant)
 {
     s_waiter_t *w = qn_hashmap_get (self->inboxes, inbox);
-    if (!w || !s_is (w->corr_id, corr.ptr, corr.len))
+    if (!w || !s_is (w->corr_id, corr.ptr, corr.len) || !s_is (w->tenant, tenant.ptr, tenant.len))
         return false;
     qn_hashmap_remove (self->inboxes, inbox);
     qn_timer_cancel (self->kernel, w->timer);
@@ -615,30 +752,57 @@ typedef struct {
     bool parsed;
 } s_body_t;
 
-//  The raw JSON of member key (NULL when absent).
+//  The raw JSON of member key of object obj (NULL when absent).
 static const char *
-s_raw (s_body_t *b, const char *key, size_t *len)
+s_raw_in (s_body_t *b, int obj, const char *key, size_t *len)
 {
     if (!b->parsed)
         return NULL;
-    int tok = qn_json_get (&b->doc, 0, key);
+    int tok = qn_json_get (&b->doc, obj, key);
     return tok < 0 ? NULL : qn_json_raw (&b->doc, tok, len);
 }
+#define s_raw(b, key, len) s_raw_in (b, 0, key, len)
 
-//  A string member copied into out (NUL-terminated): 1, 0 when absent, -1
-//  when not a short string without NUL.
+//  A string member of object obj copied into out (NUL-terminated): 1, 0
+//  when absent, -1 when not a short string without NUL.
 static int
-s_text (s_body_t *b, const char *key, char *out, size_t cap)
+s_text_in (s_body_t *b, int obj, const char *key, char *out, size_t cap)
 {
     if (!b->parsed)
         return 0;
-    int tok = qn_json_get (&b->doc, 0, key);
+    int tok = qn_json_get (&b->doc, obj, key);
     if (tok < 0 || qn_json_is_null (&b->doc, tok))
         return 0;
     qn_buf_reset (&b->scratch);
     if (qn_json_str (&b->doc, tok, &b->scratch) || b->scratch.len == 0 || b->scratch.len >= cap)
         return -1;
     memcpy (out, b->scratch.data, b->scratch.len + 1);
+    return 1;
+}
+#define s_text(b, key, out, cap) s_text_in (b, 0, key, out, cap)
+
+//  One reply of object obj: 0 delivered here, 1 forwarded to the inbox's
+//  broker, 404 nobody waits on it here, 400 malformed.
+static int
+s_reply_one (self_t *self, s_body_t *b, int obj, qn_eph_str_t tenant)
+{
+    char reply_to [S_MAX_NAME + 32], corr [S_MAX_NAME + 1];
+    uint64_t inbox;
+    qn_eph_str_t broker;
+    size_t plen = 0;
+    const char *payload = s_raw_in (b, obj, "payload", &plen);
+    if (s_text_in (b, obj, "replyTo", reply_to, sizeof reply_to) != 1
+    ||  s_text_in (b, obj, "correlationId", corr, sizeof corr) != 1 || !payload
+    ||  !s_inbox_parse (S_STR (reply_to), &inbox, &broker))
+        return 400;
+    if (s_is (self->id, broker.ptr, broker.len))
+        return s_reply_local (self, inbox, S_STR (corr), (qn_eph_str_t) { payload, plen }, tenant) ? 0 : 404;
+    qn_msg_eph_peer_t op = {
+        .kind = QN_EPH_REPLY, .to = broker, .name = tenant, .a = S_STR (reply_to), .b = S_STR (corr),
+        .payload = { payload, plen }
+    };
+    s_peer_send (self, &op);
+    self->forwarded++;
     return 1;
 }
 
@@ -659,7 +823,7 @@ s_queue_json (qn_buf_t *out, const s_queue_t *q)
     qn_jw_t w;
     qn_jw_init (&w, out);
     qn_jw_obj (&w);
-    qn_jw_kstr (&w, "queue", q->name);
+    qn_jw_kstr (&w, "queue", s_shown (q->name));
     qn_jw_kint (&w, "maxMessages", q->max_messages);
     qn_jw_kstr (&w, "overflow", q->drop_oldest ? "drop-oldest" : "reject");
     qn_jw_kint (&w, "buffered", q->count);
@@ -696,11 +860,25 @@ s_on_call (void *self_, const qn_env_t *env)
 {
     self_t *self = self_;
     qn_msg_eph_call_t c;
-    if (qn_msg_eph_call_decode (env->body.ptr, env->body.len, &c))
+    if (qn_msg_eph_call_decode (env->body.ptr, env->body.len, &c)
+    ||  c.tenant.len > S_MAX_TENANT || memchr (c.tenant.ptr, S_SEP, c.tenant.len))
         return QN_EPROTO;
     s_body_t b = { .parsed = false };
     qn_json_doc_init (&b.doc);
     qn_buf_init (&b.scratch);
+    //  Names are per tenant: a named tenant's are kept (and travel to the
+    //  peers) as "\x1f<tenant>\x1f<name>", which no client name can spell.
+    qn_eph_str_t shown = c.name;
+    char key [S_MAX_KEY + 1];
+    if (c.name.len > S_MAX_NAME || memchr (c.name.ptr, S_SEP, c.name.len)) {
+        s_answer_error (self, env, 400, "name must be 1-255 bytes without the character U+001F");
+        goto done;
+    }
+    if (c.name.len && c.tenant.len) {
+        int n = snprintf (key, sizeof key, "%c%.*s%c%.*s", S_SEP, (int) c.tenant.len, c.tenant.ptr, S_SEP,
+                          (int) c.name.len, c.name.ptr);
+        c.name = (qn_eph_str_t) { key, (size_t) n };
+    }
 #define OP(s) s_is (s, c.op.ptr, c.op.len)
     bool needs_body = OP ("send") || OP ("request") || OP ("reply") || OP ("subscribe") || OP ("publish");
     if (c.body.len) {
@@ -764,6 +942,7 @@ s_on_call (void *self_, const qn_env_t *env)
         s_waiter_t *w = NULL;
         if (OP ("request")) {
             w = s_waiter_new (env, W_REQUEST);
+            snprintf (w->tenant, sizeof w->tenant, "%.*s", (int) c.tenant.len, c.tenant.ptr);
             w->inbox = ++self->next_inbox;
             snprintf (reply_to, sizeof reply_to, "%llu@%s", (unsigned long long) w->inbox, self->id);
             if (!corr [0])
@@ -803,6 +982,27 @@ s_on_call (void *self_, const qn_env_t *env)
             s_answer_error (self, env, 409, "queue name collides with another; choose another name");
             goto done;
         }
+        if (c.max < 0 || c.max > S_MAX_BATCH) {
+            s_answer_error (self, env, 400, "max must be 1..1000");
+            goto done;
+        }
+        if (q->head && c.max) {
+            s_msg_t *head = q->head, *last = head;
+            uint32_t n = 1;
+            while ((int64_t) n < c.max && last->next) {
+                last = last->next;
+                n++;
+            }
+            q->head = last->next;
+            if (!q->head)
+                q->tail = NULL;
+            last->next = NULL;
+            q->count -= n;
+            self->delivered += n;
+            s_batch_json (self, &self->out, head);
+            s_answer (self, env, 200, self->out.data);
+            goto done;
+        }
         if (q->head) {
             s_msg_t *m = q->head;
             q->head = m->next;
@@ -818,6 +1018,8 @@ s_on_call (void *self_, const qn_env_t *env)
         if (!c.timeout_ms)
             goto empty;
         s_waiter_t *w = s_waiter_new (env, W_RECEIVE);
+        w->max = (uint32_t) c.max;
+        w->linked = true;
         w->owner = q;
         w->prev = q->wtail;
         if (q->wtail)
@@ -831,35 +1033,50 @@ s_on_call (void *self_, const qn_env_t *env)
     }
     else
     if (OP ("reply")) {
-        char reply_to [S_MAX_NAME + 32], corr [S_MAX_NAME + 1];
-        uint64_t inbox;
-        qn_eph_str_t broker;
-        if (s_text (&b, "replyTo", reply_to, sizeof reply_to) != 1
-        ||  s_text (&b, "correlationId", corr, sizeof corr) != 1 || !payload
-        ||  !s_inbox_parse (S_STR (reply_to), &inbox, &broker)) {
+        int list = qn_json_get (&b.doc, 0, "replies");
+        if (list >= 0) {
+            //  A batch: {"replies": [{replyTo, correlationId, payload}, ...]}
+            if (qn_json_type (&b.doc, list) != QN_JSON_ARRAY || qn_json_size (&b.doc, list) > S_MAX_BATCH) {
+                s_answer_error (self, env, 400, "replies must be an array of at most 1000 replies");
+                goto done;
+            }
+            for (int t = qn_json_first (&b.doc, list); t >= 0; t = qn_json_next_sibling (&b.doc, list, t))
+                if (qn_json_type (&b.doc, t) != QN_JSON_OBJECT) {
+                    s_answer_error (self, env, 400, "each reply is an object {replyTo, correlationId, payload}");
+                    goto done;
+                }
+            int64_t delivered = 0, forwarded = 0, missing = 0, invalid = 0;
+            for (int t = qn_json_first (&b.doc, list); t >= 0; t = qn_json_next_sibling (&b.doc, list, t)) {
+                int r = s_reply_one (self, &b, t, c.tenant);
+                delivered += r == 0;
+                forwarded += r == 1;
+                missing += r == 404;
+                invalid += r == 400;
+            }
+            qn_jw_t jw;
+            qn_jw_init (&jw, &self->out);
+            qn_jw_obj (&jw);
+            qn_jw_kint (&jw, "delivered", delivered);
+            qn_jw_kint (&jw, "forwarded", forwarded);
+            qn_jw_kint (&jw, "missing", missing);
+            qn_jw_kint (&jw, "invalid", invalid);
+            qn_jw_obj_end (&jw);
+            s_answer (self, env, 202, self->out.data);
+            goto done;
+        }
+        int r = s_reply_one (self, &b, 0, c.tenant);
+        if (r == 400) {
             s_answer_error (self, env, 400, "replyTo (\"<inbox>@<broker>\"), correlationId and payload are required");
             goto done;
         }
-        const char *how = "delivered";
-        if (s_is (self->id, broker.ptr, broker.len)) {
-            if (!s_reply_local (self, inbox, S_STR (corr), (qn_eph_str_t) { payload, plen })) {
-                s_answer_error (self, env, 404, "no requester waits on this replyTo and correlationId (timed out?)");
-                goto done;
-            }
-        }
-        else {
-            qn_msg_eph_peer_t op = {
-                .kind = QN_EPH_REPLY, .to = broker, .a = S_STR (reply_to), .b = S_STR (corr),
-                .payload = { payload, plen }
-            };
-            s_peer_send (self, &op);
-            self->forwarded++;
-            how = "forwarded";
+        if (r == 404) {
+            s_answer_error (self, env, 404, "no requester waits on this replyTo and correlationId (timed out?)");
+            goto done;
         }
         qn_jw_t jw;
         qn_jw_init (&jw, &self->out);
         qn_jw_obj (&jw);
-        qn_jw_kstr (&jw, "status", how);
+        qn_jw_kstr (&jw, "status", r ? "forwarded" : "delivered");
         qn_jw_obj_end (&jw);
         s_answer (self, env, 202, self->out.data);
     }
@@ -894,7 +1111,7 @@ s_on_call (void *self_, const qn_env_t *env)
         qn_jw_t jw;
         qn_jw_init (&jw, &self->out);
         qn_jw_obj (&jw);
-        qn_jw_kstr (&jw, "topic", t->name);
+        qn_jw_kstr (&jw, "topic", s_shown (t->name));
         qn_jw_kstr (&jw, "subscriber", sub);
         qn_jw_kint (&jw, "expiresInMs", ttl);
         qn_jw_obj_end (&jw);
@@ -910,7 +1127,7 @@ s_on_call (void *self_, const qn_env_t *env)
         qn_jw_init (&jw, &self->out);
         qn_jw_obj (&jw);
         qn_jw_key (&jw, "topic");
-        qn_jw_strn (&jw, c.name.ptr, c.name.len);
+        qn_jw_strn (&jw, shown.ptr, shown.len);
         qn_jw_key (&jw, "subscribers");
         qn_jw_arr (&jw);
         for (size_t i = 0; t && i < t->nsubs; i++) {
@@ -1003,7 +1220,7 @@ s_on_peer (void *self_, const qn_env_t *env)
     qn_msg_eph_peer_t op;
     if (qn_msg_eph_peer_decode (env->body.ptr, env->body.len, &op))
         return QN_EPROTO;
-    if (op.name.len > S_MAX_NAME || op.a.len > S_MAX_NAME + 32 || op.b.len > S_MAX_NAME)
+    if (op.name.len > S_MAX_KEY || op.a.len > S_MAX_NAME + 32 || op.b.len > S_MAX_NAME)
         return QN_EPROTO;
     bool for_me = !op.to.len || s_is (self->id, op.to.ptr, op.to.len);
     if (!for_me)
@@ -1043,11 +1260,9 @@ s_on_peer (void *self_, const qn_env_t *env)
             if (!q)
                 break;
             s_msg_t *m = s_msg_new (self, op.payload, op.a, op.b);
-            if (!s_hand_local (self, q, m)) {
-                if (s_buffer (self, q, m) == 0)
-                    break;
-                self->dropped++;
-            }
+            if (s_hand_local (self, q, m) || s_buffer (self, q, m) == 0)
+                break;
+            self->dropped++;
             s_msg_free (self, m);
             break;
         }
@@ -1055,7 +1270,7 @@ s_on_peer (void *self_, const qn_env_t *env)
             uint64_t inbox;
             qn_eph_str_t broker;
             if (s_inbox_parse (op.a, &inbox, &broker) && s_is (self->id, broker.ptr, broker.len))
-                s_reply_local (self, inbox, op.b, op.payload);
+                s_reply_local (self, inbox, op.b, op.payload, op.name);     //  name: the replier's tenant
             break;
         }
         case QN_EPH_PRESENCE: {
@@ -1169,6 +1384,17 @@ static void
 s_destroy (void **self_p)
 {
     self_t *self = *self_p;
+    while (self->ready) {
+        s_waiter_t *w = self->ready;
+        self->ready = w->ready_next;
+        if (w->linked)
+            s_waiter_unlink_queue (w->owner, w);
+        for (s_msg_t *m = w->bhead, *next; m; m = next) {
+            next = m->next;
+            s_msg_free (self, m);
+        }
+        free (w);
+    }
     qn_hashmap_each (self->queues, s_free_queue, self);
     qn_hashmap_each (self->topics, s_free_topic, self);
     qn_hashmap_each (self->inboxes, s_free_inbox, self);

@@ -9,16 +9,20 @@
     Receives  routed requests from codec_http
     Sends     QN_MSG_PG_EXEC (raw statement, text parameters) to pg_reader
               for reads and to pg_writer for writes; "committed" events
-              after writes that make messages deliverable again
+              after writes that make messages deliverable again; "group"
+              events (QN_MSG_MESH_GROUP) after a consumer group is deleted
+              or sought, which the mesh sends to the peers as GROUP hints
     Owns      nothing beyond one request's call state
     Failure   bad input gets a 400 naming the field before any SQL runs;
               database errors map through qn_http_reply_pg_error
 */
 #include "actors/http/codec.h"
+#include "actors/mesh/mesh.h"
 #include "actors/pg/statements.h"
 #include "wire/crypto.h"
 #include "wire/ids.h"
 #include "wire/json_compact.h"
+#include "wire/mesh.h"
 
 #include <assert.h>
 #include <inttypes.h>
@@ -78,6 +82,8 @@ typedef struct {
     s_body_t body;
     int wake;                   //  1 + index of the argument naming the queue
                                 //  to wake after a 2xx answer; 0 = none
+    int group;                  //  QN_MESH_GROUP_* to publish after a 2xx answer
+                                //  (argument 0 names the group); 0 = none
     s_post_fn *post;            //  Or NULL
     s_arg_t args [S_MAX_ARGS];
 } s_api_t;
@@ -88,11 +94,13 @@ typedef struct {
     const char *casts [S_MAX_SQL];
     int n;
     char *wake_queue;           //  Owned copy of the queue to wake, or NULL
+    char *group;                //  Owned copy of the group of a group hint, or NULL
 } s_req_t;
 
 typedef struct {
     const s_api_t *api;         //  Not owned (static)
     char *wake_queue;           //  Owned, or NULL
+    char *group;                //  Owned, or NULL
 } s_call_t;
 
 // ------------------------------------------------------------------ parameters
@@ -122,6 +130,7 @@ s_req_free (s_req_t *req)
     for (int i = 0; i < req->n; i++)
         free (req->vals [i]);
     free (req->wake_queue);
+    free (req->group);
 }
 
 //  The raw input of an argument: text (path, query, or an unescaped body
@@ -495,6 +504,10 @@ s_on_result (qn_codec_t *codec, qn_http_ctx_t *ctx, qn_pg_result_t *res, void *a
             const msgpack_object *body = &row->via.array.ptr [1];
             if (status >= 200 && status < 300 && call->wake_queue)
                 qn_codec_committed (codec, ctx->tenant, call->wake_queue, strlen (call->wake_queue));
+            //  Peers drop what they cache of the group (docs/mesh.md).
+            if (status >= 200 && status < 300 && call->group)
+                qn_mesh_group_publish (qn_codec_kernel (codec), ctx->tenant, call->wake_queue, call->group,
+                                       call->api->group);
             //  PostgreSQL's json spelling becomes the broker's compact one;
             //  stored payloads go out as they were pushed.
             qn_buf_t b = QN_BUF_INIT;
@@ -509,6 +522,7 @@ s_on_result (qn_codec_t *codec, qn_http_ctx_t *ctx, qn_pg_result_t *res, void *a
         }
     }
     free (call->wake_queue);
+    free (call->group);
     free (call);
 }
 
@@ -556,6 +570,8 @@ s_run (qn_codec_t *codec, qn_http_ctx_t *ctx, const s_api_t *api)
             goto done;
         if (api->wake == i + 1 && req.vals [first])
             req.wake_queue = qn_strdup (req.vals [first]);
+        if (api->group && i == 0 && req.vals [first])
+            req.group = qn_strdup (req.vals [first]);
     }
     qn_buf_t sql = QN_BUF_INIT;
     s_sql (&sql, api, &req);
@@ -566,10 +582,13 @@ s_run (qn_codec_t *codec, qn_http_ctx_t *ctx, const s_api_t *api)
     call->api = api;
     call->wake_queue = req.wake_queue;
     req.wake_queue = NULL;
+    call->group = req.group;
+    req.group = NULL;
     int rc = qn_codec_exec_args (codec, ctx, api->write ? "pg_writer" : "pg_reader", QN_SQL_RAW,
                                  sql.data, &params, s_on_result, call);
     if (rc) {
         free (call->wake_queue);
+        free (call->group);
         free (call);
         qn_http_reply_error (ctx, 503, "database unavailable");
     }
@@ -693,20 +712,22 @@ S_API (s_groups_lagging, .fn = "api_groups_lagging",
        .args = { { .type = S_INT, .src = S_QUERY, .name = "minLagSeconds", .min = 0, .max = INT32_MAX,
                    .dflt = "3600" } })
 S_API (s_group, .fn = "api_group", .args = { P_NAME (0, "group") })
-S_API (s_group_delete, .fn = "api_group_delete", .write = true,
+S_API (s_group_delete, .fn = "api_group_delete", .write = true, .group = QN_MESH_GROUP_DELETED,
        .args = { P_NAME (0, "group"), Q_DELETE_META })
 S_API (s_group_subscription, .fn = "api_group_subscription", .write = true, .body = S_BODY_REQUIRED,
        .args = { P_NAME (0, "group"),
                  { .type = S_TS_SENT, .src = S_BODY, .name = "subscriptionTimestamp", .required = true,
                    .missing = "Missing subscriptionTimestamp in request body" } })
 S_API (s_group_queue_delete, .fn = "api_group_queue_delete", .write = true, .wake = 2,
+       .group = QN_MESH_GROUP_DELETED,
        .args = { P_NAME (0, "group"), P_NAME (1, "queue"), Q_DELETE_META })
 S_API (s_group_seek, .fn = "api_group_seek", .write = true, .body = S_BODY_REQUIRED, .wake = 2,
+       .group = QN_MESH_GROUP_SOUGHT,
        .args = { P_NAME (0, "group"), P_NAME (1, "queue"),
                  { .type = S_BOOL, .src = S_BODY, .name = "toEnd" },
                  { .type = S_TS, .src = S_BODY, .name = "timestamp" } })
 S_API (s_group_partition_seek, .fn = "api_group_partition_seek", .write = true,
-       .body = S_BODY_OPTIONAL, .wake = 2,
+       .body = S_BODY_OPTIONAL, .wake = 2, .group = QN_MESH_GROUP_SOUGHT,
        .args = { P_NAME (0, "group"), P_NAME (1, "queue"), P_NAME (2, "partition"),
                  { .type = S_OFFSET, .src = S_BODY, .name = "offset" },
                  { .type = S_TS, .src = S_BODY, .name = "timestamp" } })

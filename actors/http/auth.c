@@ -247,9 +247,9 @@ static const char *const s_cluster_routes [] [4] = {
     { "api", "v1", "status", "buffers" },
     { "api", "v1", "analytics", "postgres-stats" },
     { "internal", NULL, NULL, NULL },
-    //  Ephemeral queues and topics are named cell-wide, not per tenant
-    //  (docs/ephemeral.md): the operator's until they are scoped.
-    { "api", "v1", "ephemeral", NULL },
+    //  Ephemeral names are per tenant; the broker's ephemeral memory
+    //  figures are the operator's (docs/ephemeral.md).
+    { "api", "v1", "ephemeral", "stats" },
 };
 
 static bool

@@ -2,7 +2,9 @@
     (docs/ephemeral.md). Each route is forwarded whole to the ephemeral
     actor (actors/ephemeral/ephemeral.c) as QN_MSG_EPH_CALL [op, name,
     body, timeout_ms, subscriber]; its answer is one row [status, json]
-    sent back as the HTTP response. No database in the path.
+    sent back as the HTTP response. No database in the path. Names are
+    per tenant: the call carries ctx->tenant, and the actor scopes every
+    queue and topic name (and every inbox) by it.
     Sends     QN_MSG_EPH_CALL to "ephemeral"
     Failure   a bad timeout or name is a 400 here; an actor that does not
               answer within the wait plus 5 s is a 503; a message handed
@@ -10,8 +12,10 @@
               its queue (at its tail), not lost
 */
 #include "actors/http/state.h"
+#include "wire/json.h"
 #include "wire/msg_ephemeral.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -20,13 +24,19 @@
 //  The client of a receive left before its message came: the message goes
 //  back to its queue ({"payload", "replyTo", "correlationId"} of the
 //  answer are a send's body). The actor's answer to this send is dropped.
+typedef struct {
+    char *queue;                //  Owned
+    char tenant [80];
+} s_requeue_t;
+
 static void
-s_requeue (qn_codec_t *codec, const char *queue, const char *json, size_t len)
+s_requeue (qn_codec_t *codec, const s_requeue_t *rq, const char *json, size_t len)
 {
     msgpack_sbuffer b;
     msgpack_sbuffer_init (&b);
     qn_msg_eph_call_t m = {
-        .op = { "send", 4 }, .name = { queue, strlen (queue) }, .body = { json, len }
+        .op = { "send", 4 }, .name = { rq->queue, strlen (rq->queue) }, .body = { json, len },
+        .tenant = { rq->tenant, strlen (rq->tenant) }
     };
     qn_msg_eph_call_encode (&b, &m);
     qn_send_body (qn_codec_kernel (codec), "ephemeral", QN_MSG_EPH_CALL, 0, b.data, b.size);
@@ -34,9 +44,39 @@ s_requeue (qn_codec_t *codec, const char *queue, const char *json, size_t len)
 }
 
 static void
+s_requeue_free (s_requeue_t *rq)
+{
+    if (rq) {
+        free (rq->queue);
+        free (rq);
+    }
+}
+
+//  Every message of an answer goes back: {"messages": [...]} of a receive
+//  with max, or the one message.
+static void
+s_requeue_all (qn_codec_t *codec, const s_requeue_t *queue, const char *json, size_t len)
+{
+    qn_json_doc_t doc;
+    qn_json_doc_init (&doc);
+    int list = -1;
+    if (!qn_json_parse (&doc, json, len, 64) && qn_json_type (&doc, 0) == QN_JSON_OBJECT)
+        list = qn_json_get (&doc, 0, "messages");
+    if (list < 0)
+        s_requeue (codec, queue, json, len);
+    else
+        for (int t = qn_json_first (&doc, list); t >= 0; t = qn_json_next_sibling (&doc, list, t)) {
+            size_t n;
+            const char *raw = qn_json_raw (&doc, t, &n);
+            s_requeue (codec, queue, raw, n);
+        }
+    qn_json_doc_free (&doc);
+}
+
+static void
 s_on_answer (qn_codec_t *codec, qn_http_ctx_t *ctx, qn_pg_result_t *res, void *arg)
 {
-    char *requeue = arg;        //  Owned: the queue of a receive, or NULL
+    s_requeue_t *requeue = arg; //  Owned: the queue of a receive, or NULL
     int64_t status = 0;
     const char *json;
     size_t len;
@@ -44,11 +84,11 @@ s_on_answer (qn_codec_t *codec, qn_http_ctx_t *ctx, qn_pg_result_t *res, void *a
                  && qn_hs_col_span (res, 0, 1, &json, &len);
     if (!ctx) {
         if (requeue && answered && status == 200)
-            s_requeue (codec, requeue, json, len);
-        free (requeue);
+            s_requeue_all (codec, requeue, json, len);
+        s_requeue_free (requeue);
         return;
     }
-    free (requeue);
+    s_requeue_free (requeue);
     if (!answered || status < 200 || status > 599) {
         qn_http_reply_error (ctx, 503, "ephemeral queues did not answer in time");
         return;
@@ -72,6 +112,9 @@ s_call (qn_codec_t *codec, qn_http_ctx_t *ctx, const char *op, bool named)
         return;
     if (!present)
         timeout = S_WAIT_DEFAULT_MS;
+    int64_t max = 0;
+    if (!qn_hs_query_int (ctx, "max", 1, 1000, &max, &present))
+        return;
     size_t sub_len = 0;
     bool ok = true;
     const char *sub = qn_hs_query_text (ctx, "subscriber", &sub_len, &ok);
@@ -80,17 +123,22 @@ s_call (qn_codec_t *codec, qn_http_ctx_t *ctx, const char *op, bool named)
     qn_msg_eph_call_t m = {
         .op = { op, strlen (op) }, .name = { name, strlen (name) },
         .body = { ctx->body, ctx->body_len }, .query = { sub, sub ? sub_len : 0 },
-        .timeout_ms = timeout
+        .tenant = { ctx->tenant, strlen (ctx->tenant) }, .timeout_ms = timeout, .max = max
     };
     //  A request's own wait is in its body; the actor caps it at MAX_WAIT_MS.
     uint32_t wait = (uint32_t) (!strcmp (op, "request") ? max_wait : timeout) + 5000;
     msgpack_sbuffer b;
     msgpack_sbuffer_init (&b);
     qn_msg_eph_call_encode (&b, &m);
-    char *requeue = !strcmp (op, "receive") ? qn_strdup (name) : NULL;
+    s_requeue_t *requeue = NULL;
+    if (!strcmp (op, "receive")) {
+        requeue = qn_zalloc (sizeof *requeue);
+        requeue->queue = qn_strdup (name);
+        snprintf (requeue->tenant, sizeof requeue->tenant, "%s", ctx->tenant);
+    }
     if (qn_codec_call (codec, ctx, "ephemeral", QN_MSG_EPH_CALL, b.data, b.size, wait,
                        s_on_answer, requeue)) {
-        free (requeue);
+        s_requeue_free (requeue);
         qn_http_reply_error (ctx, 503, "ephemeral queues are busy");
     }
     msgpack_sbuffer_destroy (&b);

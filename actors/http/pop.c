@@ -23,9 +23,11 @@
 #include "actors/pg/statements.h"
 #include "wire/crypto.h"
 #include "wire/ids.h"
+#include "wire/json.h"
 #include "wire/mp.h"
 #include "wire/msg_committed.h"
 
+#include <sodium.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -198,14 +200,54 @@ s_jw_col_str (qn_jw_t *w, const char *key, const qn_pg_result_t *res, uint32_t r
         qn_jw_null (w);
 }
 
-//  Writes "data": the payload bytes verbatim (JSON text), decrypted when
-//  stored encrypted (§2.10) with the key ring of QUEEN_ENCRYPTION_KEY and
-//  QUEEN_ENCRYPTION_OLD_KEYS, built into *ring on first need. Returns 0,
-//  or -1 with the reason in why when an encrypted payload does not open
-//  (no such key, altered, not JSON): nothing usable is written then.
+//  True when p is well-formed UTF-8 (no overlongs, no surrogates, at most
+//  U+10FFFF).
+static bool
+s_utf8_ok (const unsigned char *p, size_t len)
+{
+    for (size_t i = 0; i < len; ) {
+        unsigned c = p [i];
+        size_t n;
+        uint32_t cp;
+        if (c < 0x80) {
+            i++;
+            continue;
+        }
+        if ((c & 0xE0) == 0xC0) { n = 1; cp = c & 0x1F; }
+        else
+        if ((c & 0xF0) == 0xE0) { n = 2; cp = c & 0x0F; }
+        else
+        if ((c & 0xF8) == 0xF0) { n = 3; cp = c & 0x07; }
+        else
+            return false;
+        if (len - i <= n)
+            return false;
+        for (size_t k = 1; k <= n; k++) {
+            if ((p [i + k] & 0xC0) != 0x80)
+                return false;
+            cp = (cp << 6) | (p [i + k] & 0x3F);
+        }
+        if ((n == 1 && cp < 0x80) || (n == 2 && cp < 0x800) || (n == 3 && (cp < 0x10000 || cp > 0x10FFFF))
+        ||  (cp >= 0xD800 && cp <= 0xDFFF))
+            return false;
+        i += n + 1;
+    }
+    return true;
+}
+
+//  Writes "data": the payload bytes verbatim when they are one JSON value
+//  (every HTTP push), decrypted when stored encrypted (§2.10) with the key
+//  ring of QUEEN_ENCRYPTION_KEY and QUEEN_ENCRYPTION_OLD_KEYS, built into
+//  *ring on first need. A payload that is not JSON (an SQS body, a Kafka
+//  value) is written as a JSON string: its text when it is UTF-8, else the
+//  base64 of its bytes with "dataEncoding": "base64" beside (docs/sqs.md).
+//  doc: a parse document reused across the rows. Returns 0, or -1 with the
+//  reason in why when an encrypted payload does not open (no such key,
+//  altered): nothing usable is written then.
 static int
 s_jw_payload (qn_codec_t *codec, qn_jw_t *w, const qn_pg_result_t *res, uint32_t r,
-              qn_buf_t *scratch, qn_crypto_keys_t **ring, char *why, size_t why_len)
+              qn_buf_t *scratch, qn_crypto_keys_t **ring, qn_json_doc_t *doc, char *why,
+              size_t why_len)
 {
     const msgpack_object *o = s_col (res, r, C_PAYLOAD);
     const msgpack_object *enc = s_col (res, r, C_ENCRYPTED);
@@ -232,12 +274,26 @@ s_jw_payload (qn_codec_t *codec, qn_jw_t *w, const qn_pg_result_t *res, uint32_t
             qn_crypto_keys_load (*ring, cfg->queen_encryption_key, cfg->queen_encryption_old_keys,
                                  NULL, 0);
         }
-        if (qn_crypto_open_json (*ring, p, len, scratch, why, why_len))
+        if (qn_crypto_open (*ring, p, len, scratch, why, why_len, NULL))
             return -1;
-        p = scratch->data;
+        p = scratch->data? scratch->data: "";
         len = scratch->len;
     }
-    qn_jw_kraw (w, "data", p, len);
+    if (len > 0 && qn_json_parse (doc, p, len, 0) == 0) {
+        qn_jw_kraw (w, "data", p, len);
+        return 0;
+    }
+    qn_jw_key (w, "data");
+    if (len > 0 && s_utf8_ok ((const unsigned char *) p, len)) {
+        qn_jw_strn (w, p, len);
+        return 0;
+    }
+    size_t cap = sodium_base64_ENCODED_LEN (len, sodium_base64_VARIANT_ORIGINAL);
+    char *b64 = qn_malloc (cap);
+    sodium_bin2base64 (b64, cap, (const unsigned char *) p, len, sodium_base64_VARIANT_ORIGINAL);
+    qn_jw_strn (w, b64, cap - 1);
+    free (b64);
+    qn_jw_kstr (w, "dataEncoding", "base64");
     return 0;
 }
 
@@ -273,6 +329,8 @@ s_write_messages (qn_codec_t *codec, const s_pop_t *ps, const qn_pg_result_t *re
     qn_jw_arr (&w);
     qn_buf_t scratch = QN_BUF_INIT;
     qn_crypto_keys_t *ring = NULL;
+    qn_json_doc_t doc;
+    qn_json_doc_init (&doc);
     int64_t written = 0;
     for (uint32_t r = 0; r < res->row_count && written >= 0; r++) {
         if (!s_col_int (res, r, C_SEQ, &seq) || !s_col_int (res, r, C_PID, &pid))
@@ -289,7 +347,7 @@ s_write_messages (qn_codec_t *codec, const s_pop_t *ps, const qn_pg_result_t *re
         else
             qn_jw_kstr (&w, "transactionId", id);
         s_jw_col_str (&w, "traceId", res, r, C_TRACE);
-        if (s_jw_payload (codec, &w, res, r, &scratch, &ring, why, why_len)) {
+        if (s_jw_payload (codec, &w, res, r, &scratch, &ring, &doc, why, why_len)) {
             *bad = r;
             written = -1;
             break;
@@ -309,6 +367,7 @@ s_write_messages (qn_codec_t *codec, const s_pop_t *ps, const qn_pg_result_t *re
         count++;
     }
     qn_buf_free (&scratch);
+    qn_json_doc_free (&doc);
     qn_crypto_keys_destroy (&ring);
     if (written < 0)
         return -1;

@@ -7,17 +7,25 @@
     Built: ApiVersions (an unsupported version gets the v0 body with error
     35), Metadata (catalogue statement kafka_topics on pg_writer: it may
     auto-create), Produce v3-7 (RecordBatch v2, every codec, acks 0/1/-1;
-    one kafka_push statement on pg_writer per request: one transaction;
-    not through PUSH, so no spool: an outage answers 7 REQUEST_TIMED_OUT,
-    which clients retry), CreateTopics / DeleteTopics (kafka_create_topic /
-    kafka_delete_topic per topic on pg_writer), FindCoordinator /
-    InitProducerId for transactions (refused with 53), ListOffsets and Fetch (kafka_list_offset /
-    kafka_fetch on pg_reader, one statement per partition, all in flight
-    together).
+    one kafka_push statement on pg_writer per request: one transaction,
+    with the idempotent producer's sequence checks; not through PUSH, so
+    no spool: an outage answers 7 REQUEST_TIMED_OUT, which clients retry,
+    docs/kafka.md), CreateTopics / DeleteTopics (kafka_create_topic /
+    kafka_delete_topic per topic on pg_writer), FindCoordinator for
+    transactions (refused with 53), InitProducerId (kafka_init_producer on
+    pg_writer; a transactional id: 53), ListOffsets and Fetch
+    (kafka_list_offset / kafka_fetch on pg_reader, one statement per
+    partition, all in flight together; payloads of encrypted queues opened
+    with the QUEEN_ENCRYPTION_KEY ring).
     A Fetch that finds nothing waits up to its max_wait_ms and runs again
-    when a "committed" event names one of its topics. Every other API of
-    the advertised table, and any key or version outside it, closes the
-    connection (spec §3: what Kafka does for requests it cannot serve).
+    when a "committed" event names one of its topics (an event that came
+    while its statements ran makes it read again first). The group APIs
+    (FindCoordinator for a group, JoinGroup, SyncGroup, Heartbeat,
+    LeaveGroup, OffsetCommit, OffsetFetch) go to the group coordinator
+    (actors/kafka/group.c) on this actor's thread, which answers through
+    s_on_group_answer, at once or later. Any key or version outside the
+    advertised table closes the connection (spec §3: what Kafka does for
+    requests it cannot serve).
     Receives  QN_MSG_KAFKA_REQUEST, QN_MSG_KAFKA_CLOSED from kafka_acceptor;
               PG_RESULT replies; "committed" events
     Sends     QN_MSG_KAFKA_RESPONSE to kafka_acceptor; PG_EXEC to
@@ -32,6 +40,7 @@
 #include "actors/pg/call.h"
 #include "actors/pg/statements.h"
 #include "base/hashmap.h"
+#include "wire/crypto.h"
 #include "wire/kafka_proto.h"
 #include "wire/kafka_records.h"
 #include "wire/msg_committed.h"
@@ -48,6 +57,7 @@
 #define S_MAX_WAIT_MS   30000           //  Cap on a client's max_wait_ms
 #define S_MAX_BATCH     1048588         //  Kafka's default max.message.bytes
 #define S_NAME_MAX      255             //  Longest native partition name
+#define S_KAFKA_STORAGE_ERROR 56        //  Fetch: a sealed payload that does not open
 
 typedef struct s_conn_s s_conn_t;
 typedef struct s_req_s s_req_t;
@@ -91,6 +101,7 @@ struct s_req_s {
     int64_t deadline_ms;
     bool parked;                //  A Fetch waiting for data
     bool waited;                //  Its wait is over: answer what there is
+    bool woken;                 //  A "committed" for its topics came while its statements ran
 };
 
 struct s_conn_s {
@@ -106,6 +117,7 @@ typedef struct {
     qn_hashmap_t *conns;        //  id -> s_conn_t *
     msgpack_sbuffer exec;       //  Reused PG_EXEC body
     msgpack_sbuffer body;       //  Reused message body
+    qn_crypto_keys_t *ring;     //  Opens payloads of encrypted queues (on first need)
     s_req_t **parked;           //  Fetches waiting for data
     uint32_t parked_len, parked_cap;
     qn_kgroup_t *group;         //  Owned: the group coordinator (actors/kafka/group.c)
@@ -113,6 +125,8 @@ typedef struct {
 
 static void s_start (self_t *self, s_conn_t *c);
 static void s_fetch_run (self_t *self, s_req_t *r);
+static void s_on_fetch_timer (void *self_, void *arg);
+static void s_on_fetch_rerun (void *self_, void *arg);
 
 // ------------------------------------------------------------------ requests
 
@@ -473,11 +487,45 @@ s_list_offsets_answer (self_t *self, s_req_t *r)
 
 // ------------------------------------------------------------------ Fetch
 
+//  The value of row i: the stored payload, opened when stored encrypted
+//  (a queue with encryptionEnabled: the key ring of QUEEN_ENCRYPTION_KEY /
+//  QUEEN_ENCRYPTION_OLD_KEYS, built on first need), as HTTP pop does.
+//  False when a sealed payload does not open.
+static bool
+s_fetch_value (self_t *self, s_req_t *r, const qn_pg_result_t *res, uint32_t i, qn_kstr_t *value)
+{
+    *value = s_col_str (res, i, 6);
+    const msgpack_object *enc = qn_pg_result_col (res, i, 8);
+    if (!enc || enc->type != MSGPACK_OBJECT_BOOLEAN || !enc->via.boolean || value->len <= 0)
+        return true;
+    if (!self->ring) {
+        self->ring = qn_crypto_keys_new ();
+        qn_crypto_keys_load (self->ring, self->config->queen_encryption_key,
+                             self->config->queen_encryption_old_keys, NULL, 0);
+    }
+    qn_buf_t plain = QN_BUF_INIT;
+    char why [128];
+    if (qn_crypto_open (self->ring, value->ptr, (size_t) value->len, &plain, why, sizeof why, NULL)) {
+        qn_warn ("kafka fetch: payload decryption failed: %s", why);
+        qn_count (self->kernel, "payload_decrypt_failures", 1);
+        qn_buf_free (&plain);
+        return false;
+    }
+    char *copy = qn_karena_alloc (&r->arena, plain.len ? plain.len : 1);
+    memcpy (copy, plain.data, plain.len);
+    *value = (qn_kstr_t) { copy, (int32_t) plain.len };
+    qn_buf_free (&plain);
+    return true;
+}
+
 //  Appends the records of one partition's answer as one RecordBatch (rows
 //  are consecutive offsets of one kpart) to out. Returns the bytes added.
+//  A sealed payload that does not open ends the batch before it (never
+//  sent as stored); *bad when that is the first record.
 static size_t
-s_fetch_batch (s_req_t *r, const qn_pg_result_t *res, qn_buf_t *out)
+s_fetch_batch (self_t *self, s_req_t *r, const qn_pg_result_t *res, qn_buf_t *out, bool *bad)
 {
+    *bad = false;
     uint32_t n = 0;
     for (uint32_t i = 0; i < res->row_count; i++) {
         const msgpack_object *o = qn_pg_result_col (res, i, 3);
@@ -498,11 +546,16 @@ s_fetch_batch (s_req_t *r, const qn_pg_result_t *res, qn_buf_t *out)
             base = off;
             first_ts = ts;
         }
+        qn_kstr_t value;
+        if (!s_fetch_value (self, r, res, i, &value)) {
+            *bad = k == 0;
+            break;
+        }
         qn_kafka_record_t *rec = &recs [k++];
         rec->offset_delta = (int32_t) (off - base);
         rec->timestamp_delta = ts - first_ts;
         rec->key = s_col_str (res, i, 5);
-        rec->value = s_col_str (res, i, 6);
+        rec->value = value;
         qn_kstr_t h = s_col_str (res, i, 7);
         if (h.len > 0 && qn_kafka_headers_decode (h.ptr, (size_t) h.len, &r->arena,
                                                   &rec->headers, &rec->header_count)) {
@@ -510,6 +563,8 @@ s_fetch_batch (s_req_t *r, const qn_pg_result_t *res, qn_buf_t *out)
             rec->header_count = 0;
         }
     }
+    if (k == 0)
+        return 0;
     qn_kafka_batch_spec_t spec = { base, first_ts, 0, -1, -1, -1 };
     size_t before = out->len;
     qn_kafka_batch_encode (out, &spec, recs, (int) k);
@@ -556,7 +611,14 @@ s_fetch_answer (self_t *self, s_req_t *r)
             //  The first batch of the response always goes whole; later
             //  ones only while the response stays under max_bytes.
             if (err == 0 && (total == 0 || total < (size_t) (fr->max_bytes > 0 ? fr->max_bytes : 1))) {
-                size_t n = s_fetch_batch (r, res, &batches [k]);
+                bool bad;
+                size_t n = s_fetch_batch (self, r, res, &batches [k], &bad);
+                if (bad) {
+                    //  Retriable for the client; the message is never sent sealed
+                    rp->error_code = S_KAFKA_STORAGE_ERROR;
+                    errors = true;
+                }
+                else
                 if (total == 0 || total + n <= (size_t) fr->max_bytes) {
                     total += n;
                     rp->records = (qn_kstr_t) { batches [k].data, (int32_t) batches [k].len };
@@ -580,6 +642,8 @@ s_fetch_answer (self_t *self, s_req_t *r)
         }
         self->parked [self->parked_len++] = r;
         r->parked = true;
+        if (r->woken)               //  Data committed while it read: read again now
+            r->timer = qn_timer_add (self->kernel, 1, 0, s_on_fetch_rerun, r);
         return true;
     }
     qn_buf_t b = QN_BUF_INIT;
@@ -592,8 +656,6 @@ s_fetch_answer (self_t *self, s_req_t *r)
     qn_buf_free (&b);
     return false;
 }
-
-static void s_on_fetch_timer (void *self_, void *arg);
 
 static void
 s_parts_done (self_t *self, s_req_t *r)
@@ -620,9 +682,22 @@ s_on_fetch_timer (void *self_, void *arg)
     s_fetch_run (self, r);
 }
 
+//  A committed event came while a parked fetch was reading: it reads
+//  again (its deadline timer is set when it parks again).
+static void
+s_on_fetch_rerun (void *self_, void *arg)
+{
+    self_t *self = self_;
+    s_req_t *r = arg;
+    r->timer = 0;
+    s_unpark (self, r);
+    s_fetch_run (self, r);
+}
+
 static void
 s_fetch_run (self_t *self, s_req_t *r)
 {
+    r->woken = false;
     for (int32_t i = 0; i < r->part_count; i++)
         s_part_clear (&r->parts [i]);
     s_parts_run (self, r);
@@ -639,8 +714,26 @@ s_fetch_names (const s_req_t *r, const char *queue, size_t len)
     return false;
 }
 
+//  A Fetch of that queue whose statements are in flight may have read
+//  before the commit: it runs again instead of parking (no lost wake-up).
+typedef struct {
+    const char *queue;
+    size_t len;
+} s_woken_t;
+
+static void
+s_mark_running (void *arg, uint64_t key, void *value)
+{
+    (void) key;
+    const s_woken_t *w = arg;
+    s_conn_t *c = value;
+    s_req_t *r = c->head;
+    if (c->busy && r && r->h.api_key == QN_KAFKA_FETCH && !r->parked && s_fetch_names (r, w->queue, w->len))
+        r->woken = true;
+}
+
 //  "committed" [tenant, queue(, partition)]: parked fetches of that queue
-//  run again now.
+//  run again now; running ones run again when their statements are back.
 static int
 s_on_committed (void *self_, const qn_env_t *env)
 {
@@ -648,6 +741,7 @@ s_on_committed (void *self_, const qn_env_t *env)
     qn_msg_committed_t m;
     if (qn_msg_committed_decode (env->body.ptr, env->body.len, &m) || m.tenant_len != 0)
         return 0;
+    qn_hashmap_each (self->conns, s_mark_running, &(s_woken_t) { m.queue, m.queue_len });
     for (uint32_t i = 0; i < self->parked_len; ) {
         s_req_t *r = self->parked [i];
         if (s_fetch_names (r, m.queue, m.queue_len)) {
@@ -700,6 +794,14 @@ s_key_partition (s_req_t *r, qn_kstr_t key, bool *raw)
                        sodium_base64_VARIANT_URLSAFE_NO_PADDING);
     size_t len = strlen (name);
     return (qn_kstr_t) { name, (int32_t) (len > S_NAME_MAX ? S_NAME_MAX : len) };
+}
+
+//  Kafka sequence arithmetic: wraps from 2^31 - 1 to 0.
+static int32_t
+s_seq_add (int32_t base, int32_t n)
+{
+    int64_t v = (int64_t) base + n;
+    return (int32_t) (v > INT32_MAX ? v - ((int64_t) INT32_MAX + 1) : v);
 }
 
 static void
@@ -817,7 +919,10 @@ s_produce (self_t *self, s_req_t *r)
     qn_pg_args_init (&a);
     qn_pg_args_cstr (&a, "");
     int64_t now_ms = (int64_t) (qn_wall_us () / 1000);
-    for (int col = 0; col < 9; col++) {
+    for (int col = 0; col < 13; col++) {
+        //  $11: the kpart count a queue Kafka never named before gets (its view starts now)
+        if (col == 9)
+            qn_pg_args_int (&a, self->config->kafka_default_partitions);
         qn_pg_args_array (&a, items);
         k = 0;
         for (int32_t t = 0; t < pr->topic_count; t++)
@@ -830,10 +935,22 @@ s_produce (self_t *self, s_req_t *r)
                         const qn_kafka_record_t *rec = &b->records [j];
                         bool raw;
                         qn_kstr_t name = s_key_partition (r, rec->key, &raw);
+                        bool idem = b->producer_id >= 0;
+                        int32_t kpart = pr->topics [t].partitions [p].index;
                         switch (col) {
                             case 0: qn_pg_args_str (&a, pr->topics [t].name.ptr, (size_t) pr->topics [t].name.len); break;
                             case 1: qn_pg_args_str (&a, name.len < 0 ? NULL : name.ptr, name.len < 0 ? 0 : (size_t) name.len); break;
-                            case 2: qn_pg_args_null (&a); break;
+                            case 2: if (idem) {
+                                        //  Native dedup also catches a retry (spec §6.2)
+                                        char txn [80];
+                                        int tl = snprintf (txn, sizeof txn, "kafka:%lld:%d:%d:%d",
+                                                           (long long) b->producer_id, (int) b->producer_epoch,
+                                                           (int) kpart, (int) s_seq_add (b->base_sequence, j));
+                                        qn_pg_args_str (&a, txn, (size_t) tl);
+                                    }
+                                    else
+                                        qn_pg_args_null (&a);
+                                    break;
                             case 3: qn_pg_args_bin (&a, rec->value.len > 0 ? rec->value.ptr : "", rec->value.len > 0 ? (size_t) rec->value.len : 0); break;
                             case 4: qn_pg_args_int (&a, pr->topics [t].partitions [p].index); break;
                             case 5: qn_pg_args_int (&a, (b->attributes & QN_KAFKA_ATTR_LOG_APPEND) ? now_ms
@@ -842,7 +959,12 @@ s_produce (self_t *self, s_req_t *r)
                                     else qn_pg_args_null (&a);
                                     break;
                             case 7: qn_pg_args_bool (&a, rec->value.len < 0); break;
-                            default:
+                            //  Idempotence (spec §6.5): producer, epoch, the batch's base and last sequence
+                            case 9: qn_pg_args_int (&a, idem ? b->producer_id : -1); break;
+                            case 10: qn_pg_args_int (&a, idem ? b->producer_epoch : -1); break;
+                            case 11: qn_pg_args_int (&a, idem ? b->base_sequence : -1); break;
+                            case 12: qn_pg_args_int (&a, idem ? s_seq_add (b->base_sequence, b->last_offset_delta) : -1); break;
+                            case 8:
                                 if (rec->header_count > 0) {
                                     qn_buf_t hb = QN_BUF_INIT;
                                     qn_kafka_headers_encode (&hb, rec->headers, rec->header_count);
@@ -856,8 +978,6 @@ s_produce (self_t *self, s_req_t *r)
                 }
             }
     }
-    //  $11: the kpart count a queue Kafka never named before gets (its view starts now)
-    qn_pg_args_int (&a, self->config->kafka_default_partitions);
     int rc = qn_pg_call (self->kernel, "pg_writer", &self->exec, QN_SQL_KAFKA_PUSH, NULL, &a,
                          S_PG_TIMEOUT_MS, s_on_produce_result, r);
     qn_pg_args_free (&a);
@@ -974,10 +1094,10 @@ s_topics_admin (self_t *self, s_req_t *r)
 // ------------------------------------------------------------------ FindCoordinator / InitProducerId
 
 //  FindCoordinator answers 53 for transaction coordinators (no
-//  transactions, spec §8) and 24 for an empty group id. A group
-//  coordinator is not built yet: a group key closes the connection, like
-//  the group APIs. InitProducerId answers 53 for a transactional id; a
-//  plain idempotent producer (null id) closes (not built).
+//  transactions, spec §8); group keys are the group coordinator's
+//  (actors/kafka/group.c: this broker, or 24 for an empty id) and do not
+//  come here. InitProducerId answers 53 for a transactional id; false:
+//  not answered here (a plain idempotent producer, below).
 static bool
 s_coordinator (self_t *self, s_req_t *r)
 {
@@ -1009,6 +1129,46 @@ s_coordinator (self_t *self, s_req_t *r)
     s_finish (self, r, &b, false);
     qn_buf_free (&b);
     return true;
+}
+
+// ------------------------------------------------------------------ InitProducerId (idempotent)
+
+static void
+s_on_init_producer_result (void *self_, void *arg, const qn_env_t *env)
+{
+    s_req_t *r = arg;
+    qn_pg_result_t res;
+    qn_pg_result_decode (env ? env->body.ptr : NULL, env ? env->body.len : 0, &res);
+    qn_kafka_init_producer_id_resp_t out = { 0, 0, -1, -1 };
+    int64_t pid = -1;
+    if (qn_pg_result_failed (&res, NULL, 0) || !s_col_int (&res, 0, 0, &pid) || pid < 0) {
+        //  Database trouble: retriable for both clients (spec §8)
+        out.error_code = QN_KAFKA_COORDINATOR_NOT_AVAILABLE;
+        pid = -1;
+    }
+    else
+        out.producer_epoch = 0;
+    out.producer_id = pid;
+    qn_pg_result_free (&res);
+    qn_buf_t b = QN_BUF_INIT;
+    s_resp_begin (&b, r);
+    qn_kafka_init_producer_id_resp_encode (&b, r->h.api_version, &out);
+    s_finish (self_, r, &b, false);
+    qn_buf_free (&b);
+}
+
+//  A null transactional id: a new producer id from the PostgreSQL
+//  sequence, epoch 0 (spec §4.15); the sequence checks are in kafka_push.
+static void
+s_init_producer (self_t *self, s_req_t *r)
+{
+    qn_pg_args_t a;
+    qn_pg_args_init (&a);
+    int rc = qn_pg_call (self->kernel, "pg_writer", &self->exec, QN_SQL_KAFKA_INIT_PRODUCER, NULL, &a,
+                         S_PG_TIMEOUT_MS, s_on_init_producer_result, r);
+    qn_pg_args_free (&a);
+    if (rc)
+        s_on_init_producer_result (self, r, NULL);
 }
 
 // ------------------------------------------------------------------ dispatch
@@ -1069,6 +1229,10 @@ s_start (self_t *self, s_conn_t *c)
         else
         if (key == QN_KAFKA_INIT_PRODUCER_ID)
             rc = qn_kafka_init_producer_id_req_decode (v, r->body, r->body_len, &r->arena, &r->u.ip);
+    }
+    if (rc == 0 && key == QN_KAFKA_INIT_PRODUCER_ID && r->u.ip.transactional_id.len < 0) {
+        s_init_producer (self, r);      //  Idempotent producer (kprod)
+        return;
     }
     if (rc == 0 && (key == QN_KAFKA_FIND_COORDINATOR || key == QN_KAFKA_INIT_PRODUCER_ID)
      && s_coordinator (self, r))
@@ -1214,6 +1378,7 @@ s_destroy (void **self_p)
     qn_hashmap_destroy (&self->conns);
     msgpack_sbuffer_destroy (&self->exec);
     msgpack_sbuffer_destroy (&self->body);
+    qn_crypto_keys_destroy (&self->ring);
     free (self->parked);
     free (self);
     *self_p = NULL;

@@ -13,6 +13,12 @@
     handler on inproc://zeromq.zap.01 admits only the cell's client key,
     and a socket monitor counts refused handshakes. No secret: mesh off.
 
+    A PUB connection that completes its CURVE handshake (a peer
+    restarted, thawed, or was dialled again) missed what was sent before:
+    the hints frames of the last 3 s go out again (a socket monitor on the
+    PUB socket), so a pop parked on that peer meanwhile does not wait for
+    its safety net.
+
     Fallback: with MESH_SECRET set, a dedicated libpq connection LISTENs on
     channel queen_mesh. When the mesh cannot carry a hint to every live
     member (MESH_PORT 0 here, a member without a mesh port, a listed peer
@@ -30,12 +36,14 @@
     Receives  QN_MSG_MESH_EPH from the ephemeral actor (sent to every peer
               as an EPH frame; EPH frames from peers go back to it),
               bus events "committed" (QN_MSG_COMMITTED), "qconf"
-              (QN_MSG_MESH_QCONF from codec_http's configure),
+              (QN_MSG_MESH_QCONF from codec_http's configure), "group"
+              (QN_MSG_MESH_GROUP from codec_http's group routes),
               "maintenance" (QN_MSG_MAINT_STATE); its own republished
               events (from "mesh") are ignored, so nothing echoes
-    Sends     coalesced HINTS frames to peers (flushed 1 ms after the
-              first hint); from peers' frames: "committed" and "qconf"
-              events (QN_MSG_COMMITTED, QN_MSG_MESH_QCONF), QN_MSG_MESH_STALE
+    Sends     coalesced HINTS frames to peers (flushed at the end of the
+              loop pass that gathered them: a 0 ms timer); from peers'
+              frames: "committed", "qconf" and "group" events
+              (QN_MSG_COMMITTED, QN_MSG_MESH_QCONF, QN_MSG_MESH_GROUP), QN_MSG_MESH_STALE
               when a peer (re)appears or this broker was frozen,
               QN_MSG_MESH_MAINT_POLL to pg_writer; "mesh" QN_MSG_MESH_STATUS
               every heartbeat; QN_MSG_PG_EXEC mesh_beat to pg_reader
@@ -64,11 +72,14 @@
 #include <zmq.h>
 
 #define S_EXPIRY_BEATS  5       //  A peer silent this many heartbeats is down
-#define S_FLUSH_MS      1       //  Hints wait this long to be coalesced
+#define S_FLUSH_MS      0       //  Hints gathered in one pass of the loop go as one frame
 #define S_HWM           10000   //  Frames queued per peer before hints drop
 #define S_MAX_PEERS     64
 #define S_ZAP_ENDPOINT  "inproc://zeromq.zap.01"
 #define S_MON_ENDPOINT  "inproc://queen.mesh.monitor"
+#define S_PMON_ENDPOINT "inproc://queen.mesh.pubmonitor"
+#define S_REPLAY_FRAMES 64      //  Recent hints frames kept for a peer that (re)connects
+#define S_REPLAY_MS     3000    //  ... if younger than this (the park table's safety net)
 
 typedef struct {
     char *address;              //  Owned: host:port as dialled (and the peer's id)
@@ -78,6 +89,7 @@ typedef struct {
     int64_t heard_ms;           //  Monotonic: last frame from it (0: never)
     uint64_t epoch;             //  Its boot instant as last heard
     uint64_t hints_in;
+    uint64_t hints_reported;    //  Of hints_in, added to its Prometheus series
     uint64_t reconnects;
 } s_peer_t;
 
@@ -92,8 +104,14 @@ typedef struct {
     char id [300];              //  MESH_ADVERTISED_HOST:MESH_PORT
     uint64_t epoch;
     qn_mesh_keys_t keys;
-    void *zctx, *sub, *pub, *zap, *mon;     //  Owned
-    int sub_fd, zap_fd, mon_fd;
+    void *zctx, *sub, *pub, *zap, *mon, *pmon;  //  Owned
+    int sub_fd, zap_fd, mon_fd, pmon_fd;
+    //  Hints frames sent lately: a PUB connection that completes its
+    //  handshake (a peer restarted, thawed, or was re-added) missed the
+    //  frames sent while it was not connected; they are sent again.
+    struct { int64_t at_ms; qn_buf_t frame; } replay [S_REPLAY_FRAMES];
+    size_t replay_next;
+    uint64_t replayed;
     s_peer_t peers [S_MAX_PEERS];
     size_t peer_count;
     qn_mesh_coalesce_t *out;    //  Owned: hints to send
@@ -108,6 +126,8 @@ typedef struct {
     //  Hint counts (also counters mesh_*)
     uint64_t hints_sent, hints_received, frames_sent, frames_received, frames_bad;
     uint64_t hints_dropped, refused, stale_marks;
+    uint64_t received_by_type [QN_MESH_H_STALE + 1];    //  Hints received, by QN_MESH_H_*
+    qn_metric_t *m_by_type [QN_MESH_H_STALE + 1];
     //  LISTEN/NOTIFY fallback
     PGconn *lconn;              //  Owned: the dedicated LISTEN connection
     int lfd;
@@ -134,6 +154,20 @@ qn_mesh_qconf_publish (qn_kernel_t *kernel, const char *tenant, const char *queu
     qn_msg_mesh_qconf_t m = { tenant, strlen (tenant), queue, queue_len };
     qn_msg_mesh_qconf_encode (&b, &m);
     qn_publish (kernel, "qconf", QN_MSG_MESH_QCONF, b.data, b.size);
+    msgpack_sbuffer_destroy (&b);
+}
+
+void
+qn_mesh_group_publish (qn_kernel_t *kernel, const char *tenant, const char *queue,
+                       const char *group, int what)
+{
+    msgpack_sbuffer b;
+    msgpack_sbuffer_init (&b);
+    qn_msg_mesh_group_t m = {
+        tenant, strlen (tenant), queue, queue ? strlen (queue) : 0, group, strlen (group), what
+    };
+    qn_msg_mesh_group_encode (&b, &m);
+    qn_publish (kernel, "group", QN_MSG_MESH_GROUP, b.data, b.size);
     msgpack_sbuffer_destroy (&b);
 }
 
@@ -186,10 +220,13 @@ s_peer_add (self_t *self, const char *address, size_t len, bool is_static)
     return p;
 }
 
+static void s_peer_metrics (self_t *self, s_peer_t *p, bool up);
+
 static void
 s_peer_drop (self_t *self, size_t i)
 {
     s_peer_t *p = &self->peers [i];
+    s_peer_metrics (self, p, false);
     qn_info ("mesh: peer dropped: address=%s", p->address);
     zmq_disconnect (self->pub, p->endpoint);
     free (p->address);
@@ -254,7 +291,32 @@ s_send (self_t *self, const qn_buf_t *frame, bool hints)
 static void
 s_send_frame (void *arg, const qn_buf_t *frame)
 {
-    s_send (arg, frame, true);
+    self_t *self = arg;
+    s_send (self, frame, true);
+    if (!self->on)
+        return;
+    size_t i = self->replay_next++ % S_REPLAY_FRAMES;
+    qn_buf_reset (&self->replay [i].frame);
+    qn_buf_append (&self->replay [i].frame, frame->data, frame->len);
+    self->replay [i].at_ms = qn_now_ms ();
+}
+
+//  A PUB connection completed its handshake: the recent hints again (to
+//  every peer: a repeated hint is only a wake-up more).
+static void
+s_replay (self_t *self)
+{
+    int64_t now = qn_now_ms ();
+    size_t n = self->replay_next < S_REPLAY_FRAMES ? self->replay_next : S_REPLAY_FRAMES;
+    for (size_t k = 0; k < n; k++) {
+        size_t i = (self->replay_next - n + k) % S_REPLAY_FRAMES;
+        if (now - self->replay [i].at_ms > S_REPLAY_MS)
+            continue;
+        if (zmq_send (self->pub, self->replay [i].frame.data, self->replay [i].frame.len, ZMQ_DONTWAIT) >= 0) {
+            self->replayed++;
+            qn_count (self->kernel, "mesh_frames_replayed", 1);
+        }
+    }
 }
 
 static void
@@ -314,6 +376,23 @@ s_on_qconf (void *self_, const qn_env_t *env)
     qn_mesh_hint_t h = {
         .type = QN_MESH_H_QCONF,
         .tenant = { m.tenant, m.tenant_len }, .queue = { m.queue, m.queue_len }
+    };
+    s_add_hint (self, &h, NULL, 0);
+    return 0;
+}
+
+static int
+s_on_group (void *self_, const qn_env_t *env)
+{
+    self_t *self = self_;
+    qn_msg_mesh_group_t m;
+    if (!self->cell || s_from_me (env) || qn_msg_mesh_group_decode (env->body.ptr, env->body.len, &m)
+    ||  (m.what != QN_MESH_GROUP_DELETED && m.what != QN_MESH_GROUP_SOUGHT))
+        return 0;
+    qn_mesh_hint_t h = {
+        .type = QN_MESH_H_GROUP, .what = (uint8_t) m.what,
+        .tenant = { m.tenant, m.tenant_len }, .queue = { m.queue, m.queue_len },
+        .group = { m.group, m.group_len }
     };
     s_add_hint (self, &h, NULL, 0);
     return 0;
@@ -387,10 +466,22 @@ s_apply_hint (self_t *self, const qn_mesh_hint_t *h)
             for (uint32_t k = 0; k < h->part_count; k++)
                 s_republish_committed (self, h, &s_parts [h->part_first + k]);
             break;
-        case QN_MESH_H_GROUP:
-            //  A seek or a deleted group can make messages claimable.
-            s_republish_committed (self, h, NULL);
+        case QN_MESH_H_GROUP: {
+            //  Whoever caches group state here drops it; a seek or a
+            //  deleted group can make messages claimable: the queue's
+            //  parked pops wake.
+            msgpack_sbuffer b;
+            msgpack_sbuffer_init (&b);
+            qn_msg_mesh_group_t m = {
+                h->tenant.ptr, h->tenant.len, h->queue.ptr, h->queue.len, h->group.ptr, h->group.len, h->what
+            };
+            qn_msg_mesh_group_encode (&b, &m);
+            qn_publish (self->kernel, "group", QN_MSG_MESH_GROUP, b.data, b.size);
+            msgpack_sbuffer_destroy (&b);
+            if (h->queue.len)
+                s_republish_committed (self, h, NULL);
             break;
+        }
         case QN_MESH_H_QCONF: {
             msgpack_sbuffer b;
             msgpack_sbuffer_init (&b);
@@ -458,8 +549,14 @@ s_on_frame (self_t *self, const char *data, size_t len, bool from_mesh)
         return;
     self->hints_received += f.hint_count;
     qn_count (self->kernel, "mesh_hints_received", f.hint_count);
-    for (uint32_t i = 0; i < f.hint_count; i++)
+    for (uint32_t i = 0; i < f.hint_count; i++) {
+        uint8_t t = s_hints [i].type;
+        if (t <= QN_MESH_H_STALE) {
+            self->received_by_type [t]++;
+            qn_metric_add (self->m_by_type [t], 1);
+        }
         s_apply_hint (self, &s_hints [i]);
+    }
 }
 
 static void
@@ -574,6 +671,40 @@ s_on_mon_fd (void *self_, int fd, uint32_t events)
             qn_warn ("mesh: refused a handshake (wrong CURVE key or not a mesh peer)");
         }
     }
+}
+
+//  The PUB socket's monitor: a connection to a peer is ready (handshake
+//  done), so what was sent before it existed can reach that peer now.
+static void
+s_on_pmon_fd (void *self_, int fd, uint32_t events)
+{
+    (void) fd;
+    (void) events;
+    self_t *self = self_;
+    uint32_t zev;
+    size_t size = sizeof zev;
+    bool ready = false;
+    while (!zmq_getsockopt (self->pmon, ZMQ_EVENTS, &zev, &size) && (zev & ZMQ_POLLIN)) {
+        zmq_msg_t m;
+        zmq_msg_init (&m);
+        if (zmq_msg_recv (&m, self->pmon, ZMQ_DONTWAIT) < 0) {
+            zmq_msg_close (&m);
+            break;
+        }
+        uint16_t event = 0;
+        if (zmq_msg_size (&m) >= 6)
+            memcpy (&event, zmq_msg_data (&m), 2);
+        bool more = zmq_msg_more (&m);
+        zmq_msg_close (&m);
+        if (more) {
+            zmq_msg_init (&m);
+            zmq_msg_recv (&m, self->pmon, ZMQ_DONTWAIT);
+            zmq_msg_close (&m);
+        }
+        ready = ready || event == ZMQ_EVENT_HANDSHAKE_SUCCEEDED;
+    }
+    if (ready)
+        s_replay (self);
 }
 
 // ------------------------------------------------------------------ membership
@@ -758,6 +889,25 @@ s_on_listen_fd (void *self_, int fd, uint32_t events)
 }
 
 // ------------------------------------------------------------------ status
+static const char *s_type_names [QN_MESH_H_STALE + 1] = {
+    [QN_MESH_H_COMMITTED] = "committed", [QN_MESH_H_QCONF] = "qconf", [QN_MESH_H_MAINT] = "maintenance",
+    [QN_MESH_H_GROUP] = "group", [QN_MESH_H_STALE] = "stale"
+};
+
+//  Per peer: queen_mesh_peer_up{peer} (1 up, 0 not) and
+//  queen_mesh_peer_hints_received_total{peer}, created on first sight.
+static void
+s_peer_metrics (self_t *self, s_peer_t *p, bool up)
+{
+    char esc [400], labels [420];
+    qn_metric_label_escape (esc, sizeof esc, p->address, strlen (p->address));
+    snprintf (labels, sizeof labels, "peer=\"%s\"", esc);
+    qn_metric_set (qn_metric (self->kernel, QN_METRIC_GAUGE, "mesh_peer_up", labels), up);
+    qn_metric_add (qn_metric (self->kernel, QN_METRIC_COUNTER, "mesh_peer_hints_received_total", labels),
+                   (int64_t) (p->hints_in - p->hints_reported));
+    p->hints_reported = p->hints_in;
+}
+
 static void
 s_status (self_t *self, int64_t now)
 {
@@ -777,9 +927,10 @@ s_status (self_t *self, int64_t now)
     qn_jw_key (&w, "peers");
     qn_jw_arr (&w);
     for (size_t i = 0; i < self->peer_count; i++) {
-        const s_peer_t *p = &self->peers [i];
+        s_peer_t *p = &self->peers [i];
         bool is_up = s_peer_up (self, p, now);
         up += is_up;
+        s_peer_metrics (self, p, is_up);
         qn_jw_obj (&w);
         qn_jw_kstr (&w, "address", p->address);
         qn_jw_kstr (&w, "state", is_up ? "up" : p->heard_ms ? "silent" : "connecting");
@@ -800,6 +951,11 @@ s_status (self_t *self, int64_t now)
     qn_jw_kint (&w, "framesDropped", (int64_t) self->hints_dropped);
     qn_jw_kint (&w, "framesMalformed", (int64_t) self->frames_bad);
     qn_jw_kint (&w, "coalesced", (int64_t) qn_mesh_coalesce_merged (self->out));
+    qn_jw_key (&w, "receivedByType");
+    qn_jw_obj (&w);
+    for (int t = QN_MESH_H_COMMITTED; t <= QN_MESH_H_STALE; t++)
+        qn_jw_kint (&w, s_type_names [t], (int64_t) self->received_by_type [t]);
+    qn_jw_obj_end (&w);
     qn_jw_obj_end (&w);
     qn_jw_key (&w, "fallback");
     qn_jw_obj (&w);
@@ -882,6 +1038,8 @@ s_drain_all (self_t *self)
         s_on_zap_fd (self, 0, 0);
     if (self->mon)
         s_on_mon_fd (self, 0, 0);
+    if (self->pmon)
+        s_on_pmon_fd (self, 0, 0);
 }
 
 static int
@@ -958,9 +1116,16 @@ s_open (self_t *self)
     int ivl = 100, ivl_max = 1000;
     zmq_setsockopt (self->pub, ZMQ_RECONNECT_IVL, &ivl, sizeof ivl);
     zmq_setsockopt (self->pub, ZMQ_RECONNECT_IVL_MAX, &ivl_max, sizeof ivl_max);
+    if (zmq_socket_monitor (self->pub, S_PMON_ENDPOINT, ZMQ_EVENT_HANDSHAKE_SUCCEEDED))
+        goto failed;
+    self->pmon = zmq_socket (self->zctx, ZMQ_PAIR);
+    zmq_setsockopt (self->pmon, ZMQ_LINGER, &linger, sizeof linger);
+    if (zmq_connect (self->pmon, S_PMON_ENDPOINT))
+        goto failed;
     if (s_watch (self, self->sub, &self->sub_fd, s_on_sub_fd)
     ||  s_watch (self, self->zap, &self->zap_fd, s_on_zap_fd)
-    ||  s_watch (self, self->mon, &self->mon_fd, s_on_mon_fd))
+    ||  s_watch (self, self->mon, &self->mon_fd, s_on_mon_fd)
+    ||  s_watch (self, self->pmon, &self->pmon_fd, s_on_pmon_fd))
         goto failed;
     //  Static peers.
     const char *s = c->queen_peers;
@@ -992,13 +1157,13 @@ failed:
 static void
 s_close (self_t *self)
 {
-    int fds [3] = { self->sub_fd, self->zap_fd, self->mon_fd };
-    for (int i = 0; i < 3; i++)
+    int fds [4] = { self->sub_fd, self->zap_fd, self->mon_fd, self->pmon_fd };
+    for (int i = 0; i < 4; i++)
         if (fds [i] > 0)
             qn_fd_unwatch (self->kernel, fds [i]);
-    self->sub_fd = self->zap_fd = self->mon_fd = 0;
-    void **socks [4] = { &self->pub, &self->sub, &self->mon, &self->zap };
-    for (int i = 0; i < 4; i++)
+    self->sub_fd = self->zap_fd = self->mon_fd = self->pmon_fd = 0;
+    void **socks [5] = { &self->pub, &self->sub, &self->mon, &self->pmon, &self->zap };
+    for (int i = 0; i < 5; i++)
         if (*socks [i]) {
             zmq_close (*socks [i]);
             *socks [i] = NULL;
@@ -1014,12 +1179,22 @@ s_on_start (void *self_, const qn_env_t *env)
 {
     (void) env;
     self_t *self = self_;
+    //  Every counter of /metrics/prometheus from the start, at 0.
+    static const char *const counters [] = {
+        "mesh_hints_sent", "mesh_hints_received", "mesh_frames_sent", "mesh_frames_received",
+        "mesh_frames_dropped", "mesh_frames_malformed", "mesh_refused", "mesh_stale_marks",
+        "mesh_notify_sent", "mesh_notify_received", "mesh_notify_refused", "mesh_notify_dropped",
+        "mesh_frames_replayed"
+    };
+    for (size_t i = 0; i < sizeof counters / sizeof counters [0]; i++)
+        qn_count (self->kernel, counters [i], 0);
     self->on = s_open (self);
     if (!self->on)
         s_close (self);
     if (self->cell) {
         qn_subscribe (self->kernel, "committed");
         qn_subscribe (self->kernel, "qconf");
+        qn_subscribe (self->kernel, "group");
         qn_subscribe (self->kernel, "maintenance");
         s_listen_start (self);
     }
@@ -1050,6 +1225,8 @@ s_destroy (void **self_p)
         free (self->peers [i].endpoint);
     }
     qn_mesh_coalesce_destroy (&self->out);
+    for (size_t i = 0; i < S_REPLAY_FRAMES; i++)
+        qn_buf_free (&self->replay [i].frame);
     msgpack_sbuffer_destroy (&self->call);
     qn_pg_args_free (&self->args);
     msgpack_sbuffer_destroy (&self->ncall);
@@ -1067,6 +1244,7 @@ static const qn_route_t s_routes [] = {
     { QN_MSG_MAINT_STATE, s_on_maintenance },
     { QN_MSG_MESH_EPH, s_on_eph },
     { QN_MSG_MESH_STALE, s_on_own_stale },
+    { QN_MSG_MESH_GROUP, s_on_group },
     { 0, NULL }
 };
 
@@ -1078,6 +1256,11 @@ qn_mesh_new (qn_kernel_t *kernel, const qn_config_t *config)
     self->config = config;
     self->epoch = (uint64_t) qn_wall_us ();
     self->out = qn_mesh_coalesce_new ();
+    for (int t = QN_MESH_H_COMMITTED; t <= QN_MESH_H_STALE; t++) {
+        char labels [64];
+        snprintf (labels, sizeof labels, "type=\"%s\"", s_type_names [t]);
+        self->m_by_type [t] = qn_metric (kernel, QN_METRIC_COUNTER, "mesh_hints_received_by_type_total", labels);
+    }
     msgpack_sbuffer_init (&self->call);
     qn_pg_args_init (&self->args);
     msgpack_sbuffer_init (&self->ncall);

@@ -14,4 +14,12 @@
 void qn_mesh_qconf_publish (qn_kernel_t *kernel, const char *tenant, const char *queue,
                             size_t queue_len);
 
+//  Publishes "group" (QN_MSG_MESH_GROUP [tenant, queue, group, what]):
+//  this broker deleted (what QN_MESH_GROUP_DELETED, queue NULL = from
+//  every queue) or sought (QN_MESH_GROUP_SOUGHT) a consumer group; the
+//  mesh sends a GROUP hint, and each peer republishes "group" for whoever
+//  caches group state there and wakes the queue's parked pops. A hint.
+void qn_mesh_group_publish (qn_kernel_t *kernel, const char *tenant, const char *queue,
+                            const char *group, int what);
+
 #endif

@@ -124,17 +124,21 @@ static const qn_sql_stmt_t s_stmts [QN_SQL_COUNT_] = {
         "SELECT queen.kafka_delete_topic ($1, $2)", 2, { T, T } },
     [QN_SQL_KAFKA_PUSH] = { "kafka_push",
         "SELECT ord, err, queue_name, duplicate, kpart, koffset"
-        " FROM queen.kafka_push ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)", 11,
+        " FROM queen.kafka_push ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15)", 15,
         { T, TA, TA, TA, QN_OID_BYTEA_ARR, QN_OID_INT4_ARR, QN_OID_INT8_ARR, QN_OID_BYTEA_ARR,
-          QN_OID_BOOL_ARR, QN_OID_BYTEA_ARR, QN_OID_INT4 },
+          QN_OID_BOOL_ARR, QN_OID_BYTEA_ARR, QN_OID_INT4,
+          QN_OID_INT8_ARR, QN_OID_INT4_ARR, QN_OID_INT4_ARR, QN_OID_INT4_ARR },   //  idempotence (kprod)
         .wake_queue_col = 3 },                          //  queue_name of every row
+    //  Kafka idempotent producer (kprod)
+    [QN_SQL_KAFKA_INIT_PRODUCER] = { "kafka_init_producer",
+        "SELECT queen.kafka_init_producer ()", 0, { 0 } },
     //  SQS front door (schema/functions/62_sqs.sql; actors/sqs/). JSON travels as text.
     [QN_SQL_SQS_CREATE] = { "sqs_create",
         "SELECT status, queue_id FROM queen.sqs_create ($1, $2, $3, $4::text::jsonb, $5::text::jsonb)", 5,
         { T, T, QN_OID_BOOL, T, T } },
     [QN_SQL_SQS_QUEUE] = { "sqs_queue",
         "SELECT queue_id, fifo, attrs::text, tags::text, created_at, modified_at, visible, inflight,"
-        " delayed, secret FROM queen.sqs_queue ($1, $2, $3)", 3, { T, T, QN_OID_BOOL } },
+        " delayed, secret, encrypted FROM queen.sqs_queue ($1, $2, $3)", 3, { T, T, QN_OID_BOOL } },
     [QN_SQL_SQS_LIST] = { "sqs_list",
         "SELECT name FROM queen.sqs_list ($1, $2, $3, $4)", 4, { T, T, T, QN_OID_INT4 } },
     [QN_SQL_SQS_SET] = { "sqs_set",
@@ -148,13 +152,13 @@ static const qn_sql_stmt_t s_stmts [QN_SQL_COUNT_] = {
         "SELECT status FROM queen.sqs_purge ($1, $2)", 2, { T, T } },
     [QN_SQL_SQS_SEND] = { "sqs_send",
         "SELECT ord, seq, partition_id, duplicate, queue_name FROM queen.sqs_send ($1, $2, $3, $4, $5,"
-        " $6::text[]::jsonb[], $7::text[]::jsonb[], $8, $9, $10, $11)", 11,
-        { T, T, TA, QN_OID_BYTEA_ARR, QN_OID_INT8_ARR, TA, TA, TA, TA, T, QN_OID_BOOL },
+        " $6::text[]::jsonb[], $7::text[]::jsonb[], $8, $9, $10, $11, $12)", 12,
+        { T, T, TA, QN_OID_BYTEA_ARR, QN_OID_INT8_ARR, TA, TA, TA, TA, T, QN_OID_BOOL, QN_OID_BOOL },
         .wake_queue_col = 5 },                          //  queue_name of pushed items
     [QN_SQL_SQS_RECEIVE] = { "sqs_receive",
         "SELECT partition_id, partition_name, seq, created_at, payload, receive_count, first_at,"
-        " attrs::text, sys_attrs::text, group_id, dedup_id, sender_id, next_due, moved, message_id, sent_at"
-        " FROM queen.sqs_receive ($1, $2, $3, $4, $5, $6, $7)", 7,
+        " attrs::text, sys_attrs::text, group_id, dedup_id, sender_id, next_due, moved, message_id, sent_at,"
+        " is_encrypted, kheaders FROM queen.sqs_receive ($1, $2, $3, $4, $5, $6, $7)", 7,
         { T, T, QN_OID_INT4, QN_OID_INT4, QN_OID_UUID, T, QN_OID_INT4 } },
     [QN_SQL_SQS_ACK] = { "sqs_ack",
         "SELECT ord, status, queue_name, ok FROM queen.sqs_ack ($1, $2, $3, $4, $5)", 5,
@@ -166,6 +170,8 @@ static const qn_sql_stmt_t s_stmts [QN_SQL_COUNT_] = {
         .wake_queue_col = 3, .wake_ok_col = 4 },        //  leases released (visibility 0)
     [QN_SQL_SQS_DLQ_SOURCES] = { "sqs_dlq_sources",
         "SELECT name FROM queen.sqs_dlq_sources ($1, $2)", 2, { T, T } },
+    [QN_SQL_SQS_SWEEP] = { "sqs_sweep",
+        "SELECT job, affected FROM queen.sqs_sweep ($1)", 1, { QN_OID_INT4 } },
     //  Kafka consumer groups (schema/functions/61_kafka_groups.sql, actors/kafka/group.c)
     [QN_SQL_KAFKA_OFFSET_COMMIT] = { "kafka_offset_commit",
         "SELECT ord, err FROM queen.kafka_offset_commit ($1, $2, $3, $4, $5, $6)", 6,

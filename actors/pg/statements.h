@@ -51,6 +51,8 @@ typedef enum {
     QN_SQL_KAFKA_CREATE_TOPIC,
     QN_SQL_KAFKA_DELETE_TOPIC,
     QN_SQL_KAFKA_PUSH,
+    //  Kafka idempotent producer (kprod)
+    QN_SQL_KAFKA_INIT_PRODUCER,
     //  SQS front door (schema/functions/62_sqs.sql)
     QN_SQL_SQS_CREATE,
     QN_SQL_SQS_QUEUE,
@@ -64,6 +66,7 @@ typedef enum {
     QN_SQL_SQS_ACK,
     QN_SQL_SQS_VISIBILITY,
     QN_SQL_SQS_DLQ_SOURCES,
+    QN_SQL_SQS_SWEEP,               //  retention actor: SQS upkeep (0011_sqs_sweep.sql)
     //  Kafka consumer groups (schema/functions/61_kafka_groups.sql)
     QN_SQL_KAFKA_OFFSET_COMMIT,
     QN_SQL_KAFKA_OFFSET_FETCH,

@@ -7,7 +7,9 @@
     that used its whole budget may have more to do, so the call repeats at
     once (at most S_MAX_ROUNDS times per tick). queen.ensure_segments runs
     every 10 s on its own, so new segments exist even between long
-    retention intervals.
+    retention intervals. Each tick also calls queen.sqs_sweep (5000): the
+    SQS door's expired dedup entries and the metadata / receive counts of
+    messages that are gone (docs/sqs.md).
     Every broker runs this: the SQL is safe to run concurrently (small
     batches, try-locks, lock_timeout on the segment drop), so no leader is
     needed.
@@ -37,6 +39,7 @@ typedef struct {
     bool running;               //  A retention_run is in flight
     int rounds;                 //  Calls made in this tick
     bool segments_running;
+    bool sqs_running;           //  A sqs_sweep is in flight
     bool failing;               //  Last call failed (logged once)
     msgpack_sbuffer out;
     qn_pg_args_t args;
@@ -145,12 +148,43 @@ s_run (self_t *self)
 }
 
 static void
+s_on_sqs_reply (void *self_, void *arg, const qn_env_t *env)
+{
+    (void) arg;
+    self_t *self = self_;
+    self->sqs_running = false;
+    qn_pg_result_t res;
+    qn_pg_result_decode (env ? env->body.ptr : NULL, env ? env->body.len : 0, &res);
+    char why [300];
+    if (qn_pg_result_failed (&res, why, sizeof why)) {
+        s_failed (self, "sqs sweep", why);
+        qn_pg_result_free (&res);
+        return;
+    }
+    int64_t swept = 0;
+    for (uint32_t r = 0; r < res.row_count; r++) {
+        const msgpack_object *row = &res.rows [r];
+        if (row->type == MSGPACK_OBJECT_ARRAY && row->via.array.size == 2
+        &&  row->via.array.ptr [1].type == MSGPACK_OBJECT_POSITIVE_INTEGER)
+            swept += (int64_t) row->via.array.ptr [1].via.u64;
+    }
+    qn_pg_result_free (&res);
+    if (swept) {
+        qn_count (self->kernel, "sqs_swept", swept);
+        qn_debug ("sqs sweep: rows=%lld", (long long) swept);
+    }
+}
+
+static void
 s_on_tick (void *self_, void *arg)
 {
     (void) arg;
     self_t *self = self_;
     self->rounds = 0;
     s_run (self);
+    if (!self->sqs_running
+    &&  s_exec (self, QN_SQL_SQS_SWEEP, S_BATCH, true, s_on_sqs_reply) == 0)
+        self->sqs_running = true;
 }
 
 static void

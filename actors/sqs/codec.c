@@ -23,6 +23,7 @@
 #include "base/hashmap.h"
 #include "base/log.h"
 #include "wire/http_api.h"
+#include "wire/crypto.h"
 #include "wire/ids.h"
 #include "wire/msg_http.h"
 #include "wire/sigv4.h"
@@ -63,6 +64,7 @@ struct qn_sqs_codec {
     qn_buf_t out;               //  Reusable
     s_held_t *held_head, *held_tail;
     bool held_waiting;
+    qn_crypto_keys_t *ring;     //  Owned: payload keys, built on first use
 };
 
 typedef struct {
@@ -75,6 +77,18 @@ qn_kernel_t *qn_sqs_kernel (qn_sqs_codec_t *codec) { return codec->kernel; }
 const qn_config_t *qn_sqs_config (qn_sqs_codec_t *codec) { return codec->config; }
 qn_park_t *qn_sqs_park (qn_sqs_codec_t *codec) { return codec->park; }
 bool qn_sqs_draining (qn_sqs_codec_t *codec) { return codec->draining; }
+
+qn_crypto_keys_t *
+qn_sqs_keys (qn_sqs_codec_t *codec)
+{
+    if (!codec->ring) {
+        //  The settings were checked at start: this load cannot fail.
+        codec->ring = qn_crypto_keys_new ();
+        qn_crypto_keys_load (codec->ring, codec->config->queen_encryption_key,
+                             codec->config->queen_encryption_old_keys, NULL, 0);
+    }
+    return codec->ring;
+}
 
 qn_sqs_req_t *
 qn_sqs_request (qn_sqs_codec_t *codec, uint64_t id)
@@ -370,24 +384,6 @@ s_header (const qn_http_header_t *h, uint32_t n, const char *name)
 }
 
 //  "20150830T123600Z" -> Unix seconds, or -1.
-static int64_t
-s_amz_time (const char *s, size_t len)
-{
-    if (len != 16 || s [8] != 'T' || s [15] != 'Z')
-        return -1;
-    for (int i = 0; i < 15; i++)
-        if (i != 8 && (s [i] < '0' || s [i] > '9'))
-            return -1;
-    struct tm tm = { 0 };
-    tm.tm_year = (s [0] - '0') * 1000 + (s [1] - '0') * 100 + (s [2] - '0') * 10 + (s [3] - '0') - 1900;
-    tm.tm_mon = (s [4] - '0') * 10 + (s [5] - '0') - 1;
-    tm.tm_mday = (s [6] - '0') * 10 + (s [7] - '0');
-    tm.tm_hour = (s [9] - '0') * 10 + (s [10] - '0');
-    tm.tm_min = (s [11] - '0') * 10 + (s [12] - '0');
-    tm.tm_sec = (s [13] - '0') * 10 + (s [14] - '0');
-    return (int64_t) timegm (&tm);
-}
-
 //  Verifies the request's signature (spec §3). Returns 0, or -1 with err.
 //  Without verification a present header is still parsed for the key.
 static int
@@ -420,19 +416,24 @@ s_verify (qn_sqs_codec_t *codec, qn_sqs_req_t *r, const char *method, const char
     if (strcmp (a.service, "sqs"))
         return qn_sqs_fail (err, QN_SQS_E_INCOMPLETE_SIGNATURE,
                             "Credential should be scoped to correct service: 'sqs'.");
-    const qn_http_header_t *date = s_header (h, n, "x-amz-date");
-    int64_t t = date? s_amz_time (date->value, date->value_len): -1;
+    //  Request time: X-Amz-Date, else Date (§3.3).
+    const qn_http_header_t *xdate = s_header (h, n, "x-amz-date");
+    const qn_http_header_t *hdate = xdate? NULL: s_header (h, n, "date");
+    char amz_date [17];
+    int64_t t = qn_sigv4_request_time (xdate? xdate->value: NULL, xdate? xdate->value_len: 0,
+                                       hdate? hdate->value: NULL, hdate? hdate->value_len: 0,
+                                       amz_date);
     if (t < 0)
         return qn_sqs_fail (err, QN_SQS_E_INCOMPLETE_SIGNATURE,
-                            "Authorization header requires existence of a valid X-Amz-Date header.");
+                            "Authorization header requires existence of either a 'X-Amz-Date' or a 'Date' header.");
     int64_t now = (int64_t) time (NULL);
     if (t > now + S_MAX_SKEW_S || t < now - S_MAX_SKEW_S)
         return qn_sqs_fail (err, QN_SQS_E_REQUEST_EXPIRED,
-                            "Signature expired: %.16s is now earlier or later than 15 minutes from the server time.",
-                            date->value);
-    if (memcmp (a.date, date->value, 8) != 0)
+                            "Signature expired: %s is now earlier or later than 15 minutes from the server time.",
+                            amz_date);
+    if (memcmp (a.date, amz_date, 8) != 0)
         return qn_sqs_fail (err, QN_SQS_E_SIGNATURE_DOES_NOT_MATCH,
-                            "Credential date does not match X-Amz-Date.");
+                            "Credential date does not match the request time.");
     //  host must be signed: "host" as a whole element of the list.
     char list [1030];
     snprintf (list, sizeof list, ";%s;", a.signed_headers);
@@ -454,8 +455,6 @@ s_verify (qn_sqs_codec_t *codec, qn_sqs_req_t *r, const char *method, const char
     char *q = strchr (path, '?');
     if (q)
         *q++ = 0;
-    char amz_date [17];
-    snprintf (amz_date, sizeof amz_date, "%.16s", date->value);
     qn_sigv4_request_t sr = {
         .method = method, .path = path [0]? path: "/", .query = q? q: "", .headers = h,
         .header_count = n, .signed_headers = a.signed_headers, .payload_hash = payload,
@@ -669,6 +668,7 @@ s_destroy (void **self_p)
     }
     qn_buf_free (&codec->out);
     qn_park_destroy (&codec->park);
+    qn_crypto_keys_destroy (&codec->ring);
     free (codec);
     *self_p = NULL;
 }

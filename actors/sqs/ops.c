@@ -2,8 +2,10 @@
     Each operation is one or two catalogue statements on pg_writer
     (schema/functions/62_sqs.sql): the queue's SQS settings first when the
     operation needs them (sqs_queue), then the operation itself. Sends are
-    native pushes with metadata (sqs_send), receives native queue-mode pops
-    of one message per partition (sqs_receive), deletes acks (sqs_ack),
+    native pushes with metadata (sqs_send; sealed on queues with
+    encryptionEnabled), receives native queue-mode pops (sqs_receive: one
+    message per stripe partition, a FIFO group's next messages together;
+    sealed bodies opened, Kafka record headers as attributes), deletes acks (sqs_ack),
     visibility changes lease changes (sqs_visibility). An empty receive
     with a wait parks in the codec's park table, woken by "committed"
     events like HTTP long-polls.
@@ -17,8 +19,10 @@
 #include "actors/park/park.h"
 #include "actors/pg/statements.h"
 #include "base/log.h"
+#include "wire/crypto.h"
 #include "wire/ids.h"
 #include "wire/json.h"
+#include "wire/kafka_records.h"
 #include "wire/sigv4.h"
 
 #include <sodium.h>
@@ -181,6 +185,7 @@ s_queue_read (qn_sqs_req_t *r, const qn_pg_result_t *res)
     p = s_col_str (res, 0, 9, &len);
     if (p && len >= QN_SQS_HANDLE_KEY_LEN)
         memcpy (q->key, p, QN_SQS_HANDLE_KEY_LEN);
+    q->encrypted = s_col_bool (res, 0, 10);
     qn_json_doc_t doc;
     qn_json_doc_init (&doc);
     if (qn_json_parse (&doc, q->attrs_json, strlen (q->attrs_json), 8) == 0) {
@@ -283,6 +288,22 @@ s_reply_queue_url (qn_sqs_req_t *r)
 }
 
 // ------------------------------------------------------------------ CreateQueue
+//  A RedrivePolicy refused by queen._sqs_redrive_check (status in column 0):
+//  answers InvalidParameterValue as SQS words it and returns true.
+static bool
+s_redrive_refused (qn_sqs_req_t *r, qn_pg_result_t *res)
+{
+    const char *why = s_col_is (res, 0, 0, "no_dlq")? "Dead letter target does not exist."
+                    : s_col_is (res, 0, 0, "dlq_type")? "Dead-letter queue must be same type of queue as the source."
+                    : s_col_is (res, 0, 0, "bad_redrive")? "Redrive policy is not a valid JSON map of deadLetterTargetArn and maxReceiveCount (1 to 1000)."
+                    : NULL;
+    if (!why)
+        return false;
+    qn_sqs_reply_errorf (r, QN_SQS_E_INVALID_PARAMETER_VALUE,
+                         "Value for parameter RedrivePolicy is invalid. Reason: %s", why);
+    return true;
+}
+
 static void
 s_on_created (qn_sqs_codec_t *codec, qn_sqs_req_t *r, qn_pg_result_t *res)
 {
@@ -296,6 +317,8 @@ s_on_created (qn_sqs_codec_t *codec, qn_sqs_req_t *r, qn_pg_result_t *res)
                              "A queue already exists with the same name and a different value for an attribute.");
         return;
     }
+    if (res->row_count && s_redrive_refused (r, res))
+        return;
     s_reply_queue_url (r);
 }
 
@@ -400,6 +423,9 @@ s_on_status (qn_sqs_codec_t *codec, qn_sqs_req_t *r, qn_pg_result_t *res)
     if (!res->row_count || s_col_is (res, 0, 0, "no_queue")
         || (res->row_count && s_col (res, 0, 0)->type == MSGPACK_OBJECT_BOOLEAN && !s_col_bool (res, 0, 0)))
         s_no_queue (r);
+    else
+    if (s_redrive_refused (r, res))
+        ;
     else
     if (s_col_is (res, 0, 0, "in_progress"))
         qn_sqs_reply_errorf (r, QN_SQS_E_PURGE_IN_PROGRESS,
@@ -740,9 +766,30 @@ s_send (qn_sqs_codec_t *codec, qn_sqs_req_t *r)
             qn_pg_args_cstr (&a, part);
         }
     }
+    //  Payloads: the body's bytes, sealed on a queue with encryptionEnabled
+    //  when a key is configured, as native pushes are.
+    qn_crypto_keys_t *ring = r->q.encrypted? qn_sqs_keys (codec): NULL;
+    bool seal = ring && qn_crypto_keys_can_seal (ring);
+    qn_buf_t sealed = QN_BUF_INIT;
     qn_pg_args_array (&a, n);
-    for (uint32_t k = 0; k < n; k++)
-        qn_pg_args_bin (&a, q->entries [r->batch_map [k]].body.ptr, q->entries [r->batch_map [k]].body.len);
+    for (uint32_t k = 0; k < n; k++) {
+        const qn_sqs_entry_t *e = &q->entries [r->batch_map [k]];
+        const char *p = e->body.ptr;
+        size_t len = e->body.len;
+        if (seal) {
+            qn_buf_reset (&sealed);
+            if (qn_crypto_seal (ring, p, len, &sealed) != 0) {
+                qn_buf_free (&sealed);
+                qn_pg_args_free (&a);
+                qn_sqs_reply_errorf (r, QN_SQS_E_INTERNAL_FAILURE, "The message could not be encrypted.");
+                return;
+            }
+            p = sealed.data;
+            len = sealed.len;
+        }
+        qn_pg_args_bin (&a, p, len);
+    }
+    qn_buf_free (&sealed);
     qn_pg_args_array (&a, n);
     for (uint32_t k = 0; k < n; k++) {
         const qn_sqs_entry_t *e = &q->entries [r->batch_map [k]];
@@ -794,13 +841,14 @@ s_send (qn_sqs_codec_t *codec, qn_sqs_req_t *r)
     }
     qn_pg_args_cstr (&a, r->access_key [0]? QN_SQS_ACCOUNT: "anonymous");
     qn_pg_args_bool (&a, r->q.scope_group);
+    qn_pg_args_bool (&a, seal);
     s_exec_or_fail (codec, r, QN_SQL_SQS_SEND, &a, s_on_sent);
 }
 
 // ------------------------------------------------------------------ ReceiveMessage
 enum {
     R_PID, R_PNAME, R_SEQ, R_CREATED, R_PAYLOAD, R_COUNT, R_FIRST, R_ATTRS, R_SYS, R_GROUP,
-    R_DEDUP, R_SENDER, R_NEXT_DUE, R_MOVED, R_ORIG_ID, R_ORIG_SENT
+    R_DEDUP, R_SENDER, R_NEXT_DUE, R_MOVED, R_ORIG_ID, R_ORIG_SENT, R_ENCRYPTED, R_KHEADERS
 };
 
 static void s_receive_run (qn_sqs_codec_t *codec, qn_sqs_req_t *r);
@@ -854,7 +902,6 @@ static void
 s_write_message (qn_sqs_codec_t *codec, qn_sqs_req_t *r, const qn_pg_result_t *res, uint32_t row,
                  qn_sqs_w_t *w)
 {
-    (void) codec;
     int64_t pid = 0, seq = 0, created = 0, count = 0, first = 0;
     s_col_int (res, row, R_PID, &pid);
     s_col_int (res, row, R_SEQ, &seq);
@@ -865,6 +912,19 @@ s_write_message (qn_sqs_codec_t *codec, qn_sqs_req_t *r, const qn_pg_result_t *r
     const char *body = s_col_str (res, row, R_PAYLOAD, &body_len);
     if (!body)
         body = "";
+    //  Stored sealed (encryptionEnabled): opened with the key ring; one
+    //  that does not open goes out as stored (the envelope) and is logged.
+    qn_buf_t plain = QN_BUF_INIT;
+    if (s_col_bool (res, row, R_ENCRYPTED)) {
+        char why [160];
+        if (qn_crypto_open (qn_sqs_keys (codec), body, body_len, &plain, why, sizeof why, NULL) == 0) {
+            body = plain.data? plain.data: "";
+            body_len = plain.len;
+        }
+        else
+            qn_warn ("sqs: an encrypted message does not open: queue=%s seq=%lld reason=%s",
+                     r->queue, (long long) seq, why);
+    }
     //  Bodies that are not SQS text (pushed natively or through Kafka) go
     //  out base64 with ContentEncoding=base64 (D-S6).
     bool b64 = !qn_sqs_body_valid (body, body_len);
@@ -943,6 +1003,30 @@ s_write_message (qn_sqs_codec_t *codec, qn_sqs_req_t *r, const qn_pg_result_t *r
     qn_buf_t astore = QN_BUF_INIT;
     if (attrs_json)
         qn_sqs_attrs_from_json (attrs_json, attrs_len, all, QN_SQS_MAX_MSG_ATTRS, &all_n, &astore);
+    //  Kafka record headers (spec §6.3): String when the value is SQS text,
+    //  else Binary; null or empty values and names SQS refuses are skipped,
+    //  as is a name already present.
+    size_t kh_len = 0;
+    const char *kh = s_col_str (res, row, R_KHEADERS, &kh_len);
+    qn_karena_t arena;
+    qn_karena_init (&arena);
+    qn_kafka_header_kv_t *hv = NULL;
+    int32_t hn = 0;
+    if (kh && qn_kafka_headers_decode (kh, kh_len, &arena, &hv, &hn) == 0)
+        for (int32_t i = 0; i < hn && all_n < QN_SQS_MAX_MSG_ATTRS; i++) {
+            qn_sqs_str_t name = { hv [i].key.ptr, hv [i].key.len > 0? (size_t) hv [i].key.len: 0 };
+            if (hv [i].value.len <= 0 || !qn_sqs_attr_name_valid (&name))
+                continue;
+            bool dup = false;
+            for (uint32_t k = 0; k < all_n && !dup; k++)
+                dup = all [k].name.len == name.len && !memcmp (all [k].name.ptr, name.ptr, name.len);
+            if (dup)
+                continue;
+            qn_sqs_str_t value = { hv [i].value.ptr, (size_t) hv [i].value.len };
+            bool text = qn_sqs_body_valid (value.ptr, value.len);
+            all [all_n++] = (qn_sqs_attr_t) { name, text? (qn_sqs_str_t) { "String", 6 }: (qn_sqs_str_t) { "Binary", 6 },
+                                              value, !text, false };
+        }
     for (uint32_t i = 0; i < all_n; i++)
         if (qn_sqs_name_wanted (r->req.message_attribute_names, r->req.message_attribute_name_count,
                                 all [i].name.ptr, all [i].name.len))
@@ -962,6 +1046,8 @@ s_write_message (qn_sqs_codec_t *codec, qn_sqs_req_t *r, const qn_pg_result_t *r
     qn_sqs_w_item_obj_end (w);
     qn_buf_free (&store);
     qn_buf_free (&astore);
+    qn_buf_free (&plain);
+    qn_karena_free (&arena);
     free (enc);
 }
 

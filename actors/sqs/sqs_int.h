@@ -31,6 +31,7 @@ typedef struct {
     int64_t created_us, modified_us;
     int64_t visible, inflight, delayed;
     uint8_t key [QN_SQS_HANDLE_KEY_LEN];
+    bool encrypted;                     //  Native encryptionEnabled: bodies sealed at rest
 } qn_sqs_queue_t;
 
 //  One request, from decoding to its answer.
@@ -68,6 +69,9 @@ qn_kernel_t *qn_sqs_kernel (qn_sqs_codec_t *codec);
 const qn_config_t *qn_sqs_config (qn_sqs_codec_t *codec);
 qn_park_t *qn_sqs_park (qn_sqs_codec_t *codec);
 bool qn_sqs_draining (qn_sqs_codec_t *codec);
+//  The key ring of QUEEN_ENCRYPTION_KEY / QUEEN_ENCRYPTION_OLD_KEYS (built
+//  on first use; empty without a key: nothing is sealed then).
+struct qn_crypto_keys *qn_sqs_keys (qn_sqs_codec_t *codec);
 //  Runs a catalogue statement on pg_writer; cb gets the result (never
 //  called for a request whose client left). Returns 0 or a QN_E*.
 int qn_sqs_exec (qn_sqs_codec_t *codec, qn_sqs_req_t *r, uint32_t stmt, const qn_pg_args_t *args,

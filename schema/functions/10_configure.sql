@@ -71,10 +71,13 @@ BEGIN
 END
 $$;
 
--- The options object echoed by configure (15 keys of spec 3.5 + conflate).
+-- The options object echoed by configure (15 keys of spec 3.5 + conflate,
+-- + kafkaPartitions once the queue's Kafka view is set, docs/kafka.md).
 CREATE FUNCTION queen.queue_options(q queen.queues) RETURNS json
 LANGUAGE sql STABLE AS $$
-  SELECT json_build_object(
+  SELECT CASE WHEN q.kafka_partitions IS NULL THEN o
+              ELSE (o::jsonb || jsonb_build_object('kafkaPartitions', q.kafka_partitions))::json END
+    FROM (SELECT json_build_object(
     'leaseTime', q.lease_time, 'retryLimit', q.retry_limit, 'retryDelay', q.retry_delay,
     'priority', q.priority, 'delayedProcessing', q.delayed_processing,
     'windowBuffer', q.window_buffer, 'maxSize', q.max_size, 'ttl', q.ttl,
@@ -82,7 +85,7 @@ LANGUAGE sql STABLE AS $$
     'completedRetentionSeconds', q.completed_retention_seconds,
     'maxWaitTimeSeconds', q.max_wait_time_seconds, 'encryptionEnabled', q.encryption_enabled,
     'deadLetterQueue', q.dead_letter_queue, 'dlqAfterMaxRetries', q.dlq_after_max_retries,
-    'conflate', q.conflate)
+    'conflate', q.conflate) AS o) x
 $$;
 
 -- Create missing queues (sorted, no identity burn for existing ones) with the
@@ -133,6 +136,7 @@ BEGIN
     RAISE EXCEPTION 'queue is required' USING ERRCODE = '22023';
   END IF;
   PERFORM queen._ensure_queues(p_tenant, ARRAY[p_queue]);
+  PERFORM queen._kafka_configure(p_tenant, p_queue, o);     -- kafkaPartitions (60_kafka.sql)
   UPDATE queen.queues SET
     namespace = COALESCE(p_namespace, ''), task = COALESCE(p_task, ''),
     lease_time = v_lease, retry_limit = v_rlim, retry_delay = v_rdel, priority = v_prio,

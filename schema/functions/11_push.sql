@@ -208,13 +208,15 @@ BEGIN
       SET messages = s.messages + EXCLUDED.messages, updated_at = EXCLUDED.updated_at)
   -- no self-joins of the CTEs here: plans stay linear even as generic plans
   -- (whose row estimates for unnest() of parameters are tiny)
-  SELECT array_agg(o.ord ORDER BY o.ord), array_agg(o.seq ORDER BY o.ord), array_agg(o.pid ORDER BY o.ord),
-         array_agg(o.qid ORDER BY o.ord), array_agg(o.dup ORDER BY o.ord)
+  -- one sort, not one per aggregate: array_agg keeps the input order (an
+  -- ordered aggregate sorts on its own: five sorts of the batch)
+  SELECT array_agg(o.ord), array_agg(o.seq), array_agg(o.pid), array_agg(o.qid), array_agg(o.dup)
     INTO r_ord, r_seq, r_pid, r_qid, r_dup
   FROM (SELECT nb.ord,
                COALESCE(nb.old_seq, nb.new_seq, max(nb.new_seq) OVER (PARTITION BY nb.pid, nb.txn)) AS seq,
                nb.pid, nb.qid, nb.new_seq IS NULL AS dup
-          FROM numbered nb) o;
+          FROM numbered nb
+         ORDER BY nb.ord) o;
 
   -- one look at the pushed queues' rows (index on id; once per queue, not per
   -- message): window buffer, and whether any has its Kafka view on. Read now,

@@ -290,9 +290,10 @@ BEGIN
     -- the first one that is not blocks the rest of its partition (FIFO), and
     -- its due instant becomes the partition's avail_at.
     IF NOT q.conflate THEN
-      SELECT array_agg(z.pid ORDER BY z.k), array_agg(z.cur ORDER BY z.k), array_agg(z.n ORDER BY z.k),
-             array_agg(z.hi ORDER BY z.k), array_agg(z.seen ORDER BY z.k), array_agg(z.okc ORDER BY z.k),
-             array_agg(z.blocked ORDER BY z.k)
+      -- one sort (the subquery's), not one per ordered aggregate
+      SELECT array_agg(z.pid), array_agg(z.cur), array_agg(z.n),
+             array_agg(z.hi), array_agg(z.seen), array_agg(z.okc),
+             array_agg(z.blocked)
         INTO r_pid, r_cur, r_n, r_hi, r_seen, r_ok, r_blocked
         FROM (
           WITH c AS (SELECT * FROM unnest(c_pid, c_cur) WITH ORDINALITY AS c(pid, cur, k)),
@@ -317,7 +318,8 @@ BEGIN
                  count(s.seq) FILTER (WHERE s.ok) AS okc,
                  (array_agg(s.due ORDER BY s.seq) FILTER (WHERE NOT s.ok))[1] AS blocked
           FROM c LEFT JOIN s ON s.k = c.k
-          GROUP BY c.pid, c.cur, c.k) z;
+          GROUP BY c.pid, c.cur, c.k
+          ORDER BY c.k) z;
     ELSE
       -- conflation (last value per partition): only the newest deliverable
       -- message is handed out, the older pending ones are superseded. The

@@ -296,5 +296,7 @@ BEGIN
 
   RETURN QUERY SELECT 'ensure_segments'::text, queen.ensure_segments()::bigint;
   RETURN QUERY SELECT 'drop_segments'::text, queen._drop_segments();
+  -- the Kafka log's head rows of messages now gone (60_kafka.sql; kprod)
+  PERFORM queen.kafka_prune(v_budget);
 END
 $$;

@@ -87,6 +87,59 @@ BEGIN
 END
 $$;
 
+-- The configure option kafkaPartitions (HTTP POST /api/v1/configure, any
+-- door's configure; called by queen.configure before it updates the row):
+-- absent or null = unchanged (a configure never switches a Kafka view off
+-- by leaving the option out); 0 = the Kafka view off (pushes do no Kafka
+-- work, the queue leaves Metadata; its log stays); N in 1..1024 = on with N
+-- Kafka partitions. N is fixed once set: another N >= 1 is refused (22023:
+-- entities would move between Kafka partitions), and a view switched off
+-- can come back only with a count that covers the partitions it already
+-- has offsets for. A queue Kafka never named gets N as Kafka's first naming
+-- would (queen._kafka_view_on, same locks and race rules).
+CREATE FUNCTION queen._kafka_configure(p_tenant text, p_queue text, o jsonb) RETURNS void
+LANGUAGE plpgsql AS $$
+DECLARE
+  v_n   int;
+  v_cur int;
+  v_qid int;
+  v_top int;
+BEGIN
+  IF o IS NULL OR jsonb_typeof(o -> 'kafkaPartitions') IS NULL OR jsonb_typeof(o -> 'kafkaPartitions') = 'null' THEN
+    RETURN;
+  END IF;
+  v_n := queen._opt_int(o, 'kafkaPartitions', NULL);
+  IF v_n > 1024 THEN
+    RAISE EXCEPTION 'invalid value for option kafkaPartitions: % (expected an integer between 0 and 1024)', v_n
+      USING ERRCODE = '22023';
+  END IF;
+  SELECT q.id, q.kafka_partitions INTO v_qid, v_cur FROM queen.queues q
+   WHERE q.tenant = p_tenant AND q.name = p_queue;
+  IF v_qid IS NULL OR v_cur IS NOT DISTINCT FROM v_n THEN
+    RETURN;
+  END IF;
+  IF v_n >= 1 AND v_cur >= 1 THEN
+    RAISE EXCEPTION 'invalid value for option kafkaPartitions: % (the queue has % Kafka partitions; the count cannot change)',
+      v_n, v_cur USING ERRCODE = '22023';
+  END IF;
+  IF v_n >= 1 AND (NOT queen.kafka_legal_name(p_queue) OR p_queue LIKE '\_\_%') THEN
+    RAISE EXCEPTION 'invalid value for option kafkaPartitions: % (% is not a legal Kafka topic name)', v_n, p_queue
+      USING ERRCODE = '22023';
+  END IF;
+  IF v_n >= 1 THEN
+    SELECT max(s.kpart) + 1 INTO v_top FROM queen.kafka_partition_state s WHERE s.queue_id = v_qid;
+    IF v_top > v_n THEN
+      RAISE EXCEPTION 'invalid value for option kafkaPartitions: % (the queue had % Kafka partitions before)',
+        v_n, v_top USING ERRCODE = '22023';
+    END IF;
+  END IF;
+  IF v_cur IS NULL THEN
+    PERFORM queen._kafka_view_on(p_tenant, ARRAY[p_queue], v_n);
+  END IF;
+  UPDATE queen.queues q SET kafka_partitions = v_n WHERE q.id = v_qid;
+END
+$$;
+
 -- Called by queen._push_rows with the rows of one push, native partition
 -- locks held: for the new (not duplicate) rows of Kafka-enabled queues,
 -- lock the kpart counters in (queue_id, kpart) order, hand out offsets in
@@ -151,16 +204,47 @@ $$;
 -- value, headers) of the new messages. Answers each item's kpart and
 -- offset (a duplicate answers its original row's) and its queue name (for
 -- the "committed" wake-up, statements.c).
+-- Idempotent batches (spec §6.5): items with p_pids[i] >= 0 belong to the
+-- batch (producer, epoch, base sequence p_seqs[i], last sequence
+-- p_seq_last[i]) of their (queue, kpart). Each batch is checked against
+-- queen.kafka_producer_state, whose row is taken FOR UPDATE before the
+-- push (only the same producer ever waits on it; its native partition and
+-- kpart locks come after, as for every push): no row = accept (lenient);
+-- an older epoch = 47; the same base and last sequence as one of the 5
+-- recent batches = a retry: not pushed, answered with error 0 and the
+-- offsets that batch got; base = last + 1 (wrapping at 2^31 - 1) or a
+-- newer epoch = accept; else 45. Accepted batches update the row (last
+-- sequence, the recent list). Idempotent items carry the transactionId
+-- kafka:<producer>:<epoch>:<kpart>:<sequence> (set by the codec), so the
+-- native dedup also catches a retry whose state row expired.
 CREATE FUNCTION queen.kafka_push(p_tenant text, p_queues text[], p_parts text[], p_txn_ids text[],
   p_payloads bytea[], p_kparts int[], p_kts bigint[], p_raw_keys bytea[], p_value_null bool[],
-  p_headers bytea[], p_default_parts int DEFAULT 1)
+  p_headers bytea[], p_default_parts int DEFAULT 1, p_pids bigint[] DEFAULT NULL,
+  p_epochs int[] DEFAULT NULL, p_seqs int[] DEFAULT NULL, p_seq_last int[] DEFAULT NULL)
 RETURNS TABLE(ord int, err smallint, queue_name text, duplicate bool, kpart int, koffset bigint)
-LANGUAGE plpgsql AS $$
+LANGUAGE plpgsql
+-- index probes whatever the statistics were when the plan was cached (a
+-- plan made on small tables scanned every message per record: docs/kafka.md)
+SET enable_seqscan = off SET enable_bitmapscan = off
+AS $$
 #variable_conflict use_column
 DECLARE
   v_ok  int[];
   n     int;
   r_ord int[]; r_seq bigint[]; r_pid bigint[]; r_dup bool[];
+  -- idempotence: per item, the error of its batch, or the offset a retried batch got
+  x_err  smallint[];
+  x_off  bigint[];
+  g      record;
+  c_key  text := NULL;
+  c_new  bool;
+  c_ep   int;
+  c_last int;
+  c_rec  bigint[];
+  v_st   int;
+  v_off  bigint;
+  a_qid  int[] := '{}'; a_k int[] := '{}'; a_pid bigint[] := '{}'; a_ep int[] := '{}';
+  a_base int[] := '{}'; a_last int[] := '{}'; a_first int[] := '{}';
 BEGIN
   IF EXISTS (SELECT 1 FROM queen.queues qq
               WHERE qq.tenant = p_tenant AND qq.name = ANY (p_queues) AND qq.kafka_partitions IS NULL) THEN
@@ -170,6 +254,66 @@ BEGIN
     FROM unnest(p_queues, p_kparts) WITH ORDINALITY AS t(q, k, o)
     JOIN queen.queues qq ON qq.tenant = p_tenant AND qq.name = t.q
    WHERE t.k >= 0 AND t.k < qq.kafka_partitions;
+
+  IF p_pids IS NOT NULL AND v_ok IS NOT NULL THEN
+    FOR g IN
+      SELECT qq.id AS qid, p_kparts[o] AS k, p_pids[o] AS pid, p_epochs[o] AS ep, p_seqs[o] AS base,
+             p_seq_last[o] AS last, min(o) AS first_o, max(o) AS last_o
+        FROM unnest(v_ok) AS o
+        JOIN queen.queues qq ON qq.tenant = p_tenant AND qq.name = p_queues[o]
+       WHERE p_pids[o] >= 0
+       GROUP BY 1, 2, 3, 4, 5, 6
+       ORDER BY pid, qid, k, first_o
+    LOOP
+      IF c_key IS DISTINCT FROM g.pid || ':' || g.qid || ':' || g.k THEN
+        c_key := g.pid || ':' || g.qid || ':' || g.k;
+        INSERT INTO queen.kafka_producer_state (producer_id, queue_id, kpart, producer_epoch, last_sequence)
+        VALUES (g.pid, g.qid, g.k, g.ep, g.base)
+        ON CONFLICT DO NOTHING;
+        c_new := FOUND;
+        SELECT s.producer_epoch, s.last_sequence, s.recent INTO c_ep, c_last, c_rec
+          FROM queen.kafka_producer_state s
+         WHERE s.producer_id = g.pid AND s.queue_id = g.qid AND s.kpart = g.k
+           FOR UPDATE;
+      END IF;
+      v_st := 0;
+      v_off := NULL;
+      IF NOT c_new THEN
+        IF g.ep < c_ep THEN
+          v_st := 47;
+        ELSIF g.ep = c_ep THEN
+          FOR i IN 1 .. COALESCE(array_length(c_rec, 1), 0) / 3 LOOP
+            IF c_rec[3 * i - 2] = g.base AND c_rec[3 * i - 1] = g.last THEN
+              v_st := -1;
+              v_off := c_rec[3 * i];
+            END IF;
+          END LOOP;
+          IF v_st = 0 AND g.base <> (CASE WHEN c_last = 2147483647 THEN 0 ELSE c_last + 1 END) THEN
+            v_st := 45;
+          END IF;
+        END IF;
+      END IF;
+      IF v_st = 0 THEN
+        -- accepted: the next batch of this request follows it
+        c_new := false;
+        c_ep := g.ep;
+        c_last := g.last;
+        a_qid := a_qid || g.qid; a_k := a_k || g.k; a_pid := a_pid || g.pid; a_ep := a_ep || g.ep;
+        a_base := a_base || g.base; a_last := a_last || g.last; a_first := a_first || g.first_o;
+      ELSE
+        FOR o IN g.first_o .. g.last_o LOOP
+          IF p_pids[o] = g.pid AND p_seqs[o] = g.base AND p_kparts[o] = g.k AND p_queues[o] = p_queues[g.first_o] THEN
+            x_err[o] := CASE WHEN v_st < 0 THEN 0 ELSE v_st END;
+            x_off[o] := v_off + (o - g.first_o);
+          END IF;
+        END LOOP;
+      END IF;
+    END LOOP;
+    IF x_err IS NOT NULL THEN
+      SELECT array_agg(o ORDER BY o) INTO v_ok FROM unnest(v_ok) AS o WHERE x_err[o] IS NULL;
+    END IF;
+  END IF;
+
   n := COALESCE(array_length(v_ok, 1), 0);
   IF n > 0 THEN
     SELECT array_agg(v_ok[x.ord] ORDER BY x.ord), array_agg(x.seq ORDER BY x.ord),
@@ -188,14 +332,83 @@ BEGIN
       FROM unnest(r_ord, r_pid, r_seq, r_dup) AS u(o, pid, seq, dup)
      WHERE NOT u.dup
     ON CONFLICT DO NOTHING;
+    -- the accepted idempotent batches: their first offset joins the recent list (last 5)
+    IF array_length(a_qid, 1) > 0 THEN
+      UPDATE queen.kafka_producer_state s
+         SET producer_epoch = b.ep, last_sequence = b.last, updated_at = now(),
+             recent = (CASE WHEN s.producer_epoch = b.ep THEN s.recent ELSE '{}' END
+                       || ARRAY[b.base::bigint, b.last::bigint, b.off])[
+                        greatest(1, array_length(CASE WHEN s.producer_epoch = b.ep THEN s.recent ELSE '{}' END, 1) + 3 - 14) :]
+        FROM (SELECT DISTINCT ON (a.qid, a.k, a.pid) a.qid, a.k, a.pid, a.ep, a.base, a.last,
+                     (SELECT l.koffset FROM unnest(r_ord, r_pid, r_seq) AS u(o, pid, seq)
+                        JOIN queen.kafka_log l ON l.partition_id = u.pid AND l.seq = u.seq
+                       WHERE u.o = a.first_o) AS off
+                FROM unnest(a_qid, a_k, a_pid, a_ep, a_base, a_last, a_first)
+                     WITH ORDINALITY AS a(qid, k, pid, ep, base, last, first_o, i)
+               ORDER BY a.qid, a.k, a.pid, a.i DESC) b
+       WHERE s.producer_id = b.pid AND s.queue_id = b.qid AND s.kpart = b.k;
+    END IF;
   END IF;
   RETURN QUERY
-  SELECT t.o::int, CASE WHEN u.o IS NULL THEN 3 ELSE 0 END::smallint, t.q, COALESCE(u.dup, false),
-         l.kpart, l.koffset
+  SELECT t.o::int, CASE WHEN x_err[t.o] IS NOT NULL THEN x_err[t.o]
+                        WHEN u.o IS NULL THEN 3 ELSE 0 END::smallint, t.q,
+         COALESCE(u.dup, x_err[t.o] = 0, false), COALESCE(l.kpart, CASE WHEN x_err[t.o] = 0 THEN p_kparts[t.o] END),
+         COALESCE(l.koffset, CASE WHEN x_err[t.o] = 0 THEN x_off[t.o] END)
     FROM unnest(p_queues) WITH ORDINALITY AS t(q, o)
     LEFT JOIN unnest(r_ord, r_seq, r_pid, r_dup) AS u(o, seq, pid, dup) ON u.o = t.o
     LEFT JOIN queen.kafka_log l ON l.partition_id = u.pid AND l.seq = u.seq
    ORDER BY t.o;
+END
+$$;
+
+-- InitProducerId without a transactional id: a new producer id, unique
+-- across restarts and replicas (epoch 0).
+CREATE FUNCTION queen.kafka_init_producer() RETURNS bigint
+LANGUAGE sql AS $$
+  SELECT nextval('queen.kafka_producer_id')
+$$;
+
+-- Retention for the Kafka log (called by queen.retention_run after the
+-- native retention jobs, in its transaction): per kpart, the kafka_log
+-- rows at the head of the log whose message is gone (retention, segment
+-- drops, native deletes, a deleted queue) are deleted, up to the first row
+-- whose message still exists, so the log start offset (the smallest
+-- koffset left; ListOffsets earliest, Fetch's OFFSET_OUT_OF_RANGE bound)
+-- moves with the queue's retention and the log does not grow forever. Rows
+-- of deleted messages further on stay as gaps (Fetch skips them) until
+-- they reach the head. Also expires idempotent producer state untouched
+-- for p_producer_ttl (spec §6.5, kafka.producer_state_ttl). At most about
+-- p_budget rows per run. Takes no lock a push waits on (kafka_log rows
+-- are only ever inserted by pushes). Returns the rows deleted.
+CREATE FUNCTION queen.kafka_prune(p_budget int, p_producer_ttl interval DEFAULT interval '7 days')
+RETURNS bigint
+LANGUAGE plpgsql AS $$
+DECLARE
+  v_n bigint := 0;
+  v_d bigint;
+  s   record;
+BEGIN
+  FOR s IN SELECT st.queue_id, st.kpart FROM queen.kafka_partition_state st ORDER BY 1, 2 LOOP
+    EXIT WHEN v_n >= p_budget;
+    WITH head AS (
+      SELECT l.koffset,
+             EXISTS (SELECT 1 FROM queen.messages m WHERE m.partition_id = l.partition_id AND m.seq = l.seq) AS live
+        FROM queen.kafka_log l
+       WHERE l.queue_id = s.queue_id AND l.kpart = s.kpart
+       ORDER BY l.koffset
+       LIMIT GREATEST(p_budget - v_n, 1)),
+    cut AS (
+      SELECT COALESCE(min(h.koffset) FILTER (WHERE h.live), max(h.koffset) + 1) AS upto FROM head h)
+    DELETE FROM queen.kafka_log l USING cut
+     WHERE l.queue_id = s.queue_id AND l.kpart = s.kpart AND l.koffset < cut.upto;
+    GET DIAGNOSTICS v_d = ROW_COUNT;
+    v_n := v_n + v_d;
+  END LOOP;
+  DELETE FROM queen.kafka_producer_state ps
+   WHERE (ps.producer_id, ps.queue_id, ps.kpart) IN (
+         SELECT x.producer_id, x.queue_id, x.kpart FROM queen.kafka_producer_state x
+          WHERE x.updated_at < now() - p_producer_ttl LIMIT GREATEST(p_budget, 1));
+  RETURN v_n;
 END
 $$;
 
@@ -304,7 +517,11 @@ CREATE FUNCTION queen.kafka_fetch(p_tenant text, p_queue text, p_kpart int, p_of
   p_max_bytes int, p_max_rows int)
 RETURNS TABLE(err smallint, hwm bigint, log_start bigint, koffset bigint, ts_ms bigint, key bytea,
               value bytea, headers bytea, encrypted bool)
-LANGUAGE plpgsql AS $$
+LANGUAGE plpgsql
+-- index probes whatever the statistics were when the plan was cached (a
+-- plan made on small tables scanned every message per record: docs/kafka.md)
+SET enable_seqscan = off SET enable_bitmapscan = off
+AS $$
 #variable_conflict use_column
 DECLARE
   v_qid int;
@@ -322,8 +539,9 @@ BEGIN
     SELECT COALESCE((SELECT s.next_offset FROM queen.kafka_partition_state s
                       WHERE s.queue_id = v_qid AND s.kpart = p_kpart), 0) AS hwm),
   ls AS (
-    SELECT COALESCE((SELECT min(l.koffset) FROM queen.kafka_log l
-                      WHERE l.queue_id = v_qid AND l.kpart = p_kpart), st.hwm) AS lso FROM st),
+    SELECT COALESCE((SELECT l.koffset FROM queen.kafka_log l     -- not min(): one probe in any plan
+                      WHERE l.queue_id = v_qid AND l.kpart = p_kpart ORDER BY l.koffset LIMIT 1), st.hwm) AS lso
+      FROM st),
   ok AS (
     SELECT p_offset >= ls.lso AND p_offset <= st.hwm AS in_range FROM st, ls),
   recs AS (
@@ -341,9 +559,12 @@ BEGIN
            mm.headers AS h, m.is_encrypted AS enc,
            octet_length(m.payload) + COALESCE(octet_length(mm.headers), 0) + octet_length(p.name) + 32 AS sz
       FROM recs r
-      JOIN queen.messages m ON m.partition_id = r.partition_id AND m.seq = r.seq
-      JOIN queen.partitions p ON p.id = r.partition_id
-      LEFT JOIN queen.message_meta mm ON mm.partition_id = r.partition_id AND mm.seq = r.seq),
+      -- one index probe per record, whatever plan was cached on small tables
+      CROSS JOIN LATERAL (SELECT m.payload, m.is_encrypted FROM queen.messages m
+                           WHERE m.partition_id = r.partition_id AND m.seq = r.seq LIMIT 1) m
+      CROSS JOIN LATERAL (SELECT p.name FROM queen.partitions p WHERE p.id = r.partition_id LIMIT 1) p
+      LEFT JOIN LATERAL (SELECT mm.ts_ms, mm.raw_key, mm.value_null, mm.headers FROM queen.message_meta mm
+                          WHERE mm.partition_id = r.partition_id AND mm.seq = r.seq LIMIT 1) mm ON true),
   sized AS (
     SELECT x.*, sum(x.sz) OVER (ORDER BY x.koffset) - x.sz AS before FROM rows x)
   SELECT CASE WHEN ok.in_range THEN 0 ELSE 1 END::smallint, st.hwm, ls.lso,
@@ -360,7 +581,11 @@ $$;
 -- err 3: no such topic/kpart.
 CREATE FUNCTION queen.kafka_list_offset(p_tenant text, p_queue text, p_kpart int, p_ts bigint)
 RETURNS TABLE(err smallint, koffset bigint, ts_ms bigint)
-LANGUAGE plpgsql AS $$
+LANGUAGE plpgsql
+-- index probes whatever the statistics were when the plan was cached (a
+-- plan made on small tables scanned every message per record: docs/kafka.md)
+SET enable_seqscan = off SET enable_bitmapscan = off
+AS $$
 #variable_conflict use_column
 DECLARE
   v_qid int;
@@ -382,8 +607,9 @@ BEGIN
        AND l.koffset < st.hwm
      ORDER BY l.koffset LIMIT 1)
   SELECT 0::smallint,
-         CASE WHEN p_ts = -2 THEN COALESCE((SELECT min(l.koffset) FROM queen.kafka_log l
-                                             WHERE l.queue_id = v_qid AND l.kpart = p_kpart), st.hwm)
+         CASE WHEN p_ts = -2 THEN COALESCE((SELECT l.koffset FROM queen.kafka_log l
+                                             WHERE l.queue_id = v_qid AND l.kpart = p_kpart
+                                             ORDER BY l.koffset LIMIT 1), st.hwm)
               WHEN p_ts >= 0 THEN COALESCE((SELECT hit.koffset FROM hit), st.hwm)
               ELSE st.hwm END,
          CASE WHEN p_ts >= 0 THEN COALESCE((SELECT hit.ts_ms FROM hit), -1) ELSE -1 END::bigint

@@ -37,9 +37,55 @@ LANGUAGE sql STABLE AS $$
    WHERE g.queue_id = p_qid AND g.name = '__QUEUE_MODE__' AND NOT g.retired
 $$;
 
+-- The RedrivePolicy of p_attrs checked against the queues (§8.4): NULL when
+-- absent, removed ("") or fine; else no_dlq (the target ARN names no queue
+-- of this tenant and account), dlq_type (FIFO and standard mixed) or
+-- bad_redrive (not JSON, no target, maxReceiveCount outside 1-1000).
+CREATE FUNCTION queen._sqs_redrive_check(p_tenant text, p_attrs jsonb, p_fifo bool, p_account text)
+RETURNS text
+LANGUAGE plpgsql STABLE AS $$
+DECLARE
+  v_pol  jsonb;
+  v_arn  text;
+  v_max  numeric;
+  v_name text;
+  v_fifo bool;
+BEGIN
+  IF p_attrs IS NULL OR NOT p_attrs ? 'RedrivePolicy' OR p_attrs->>'RedrivePolicy' = '' THEN
+    RETURN NULL;
+  END IF;
+  BEGIN
+    v_pol := (p_attrs->>'RedrivePolicy')::jsonb;
+    v_arn := v_pol->>'deadLetterTargetArn';
+    v_max := (v_pol->>'maxReceiveCount')::numeric;
+  EXCEPTION WHEN others THEN
+    RETURN 'bad_redrive';
+  END;
+  IF jsonb_typeof(v_pol) <> 'object' OR v_arn IS NULL OR v_max IS NULL
+     OR v_max <> trunc(v_max) OR v_max < 1 OR v_max > 1000 THEN
+    RETURN 'bad_redrive';
+  END IF;
+  IF v_arn !~ '^arn:aws:sqs:[^:]*:[0-9]+:[^:]+$' OR split_part(v_arn, ':', 5) <> p_account THEN
+    RETURN 'no_dlq';
+  END IF;
+  v_name := split_part(v_arn, ':', 6);
+  SELECT COALESCE(s.fifo, q.name LIKE '%.fifo') INTO v_fifo
+    FROM queen.queues q LEFT JOIN queen.sqs_queues s ON s.queue_id = q.id
+   WHERE q.tenant = p_tenant AND q.name = v_name;
+  IF NOT FOUND THEN
+    RETURN 'no_dlq';
+  END IF;
+  IF v_fifo <> p_fifo THEN
+    RETURN 'dlq_type';
+  END IF;
+  RETURN NULL;
+END
+$$;
+
 -- Creates the queue, adopts a native one, or checks an existing one:
 -- status created | adopted | exists | conflict (different FIFO-ness or a
--- given attribute that differs from the effective one).
+-- given attribute that differs from the effective one), or the refusal of
+-- queen._sqs_redrive_check (nothing created).
 CREATE FUNCTION queen.sqs_create(p_tenant text, p_name text, p_fifo bool, p_attrs jsonb,
   p_tags jsonb)
 RETURNS TABLE(status text, queue_id int)
@@ -52,6 +98,11 @@ DECLARE
   k     text;
 BEGIN
   PERFORM pg_advisory_xact_lock(hashtextextended('sqs_create:' || p_tenant || '/' || p_name, 0));
+  k := queen._sqs_redrive_check(p_tenant, p_attrs, p_fifo, '000000000000');
+  IF k IS NOT NULL THEN
+    RETURN QUERY SELECT k, NULL::int;
+    RETURN;
+  END IF;
   SELECT q.id INTO v_qid FROM queen.queues q WHERE q.tenant = p_tenant AND q.name = p_name;
   IF FOUND THEN
     SELECT * INTO v_s FROM queen.sqs_queues s WHERE s.queue_id = v_qid;
@@ -87,12 +138,14 @@ END
 $$;
 
 -- One queue as SQS sees it (a native queue without SQS settings reads with
--- the defaults; FIFO when its name ends in .fifo). With p_counts, the
+-- the defaults; FIFO when its name ends in .fifo; encrypted: the native
+-- encryptionEnabled, whose payloads the codec seals and opens). With p_counts, the
 -- ApproximateNumberOfMessages* counters of the queue-mode group (§7.5).
 -- No row: the queue does not exist.
 CREATE FUNCTION queen.sqs_queue(p_tenant text, p_name text, p_counts bool)
 RETURNS TABLE(queue_id int, fifo bool, attrs jsonb, tags jsonb, created_at timestamptz,
-  modified_at timestamptz, visible bigint, inflight bigint, delayed bigint, secret bytea)
+  modified_at timestamptz, visible bigint, inflight bigint, delayed bigint, secret bytea,
+  encrypted bool)
 LANGUAGE plpgsql STABLE AS $$
 #variable_conflict use_column
 DECLARE
@@ -142,7 +195,7 @@ BEGIN
     SELECT q.id, v_fifo, queen._sqs_defaults(v_fifo) || COALESCE(v_s.attrs, '{}'::jsonb),
            COALESCE(v_s.tags, '{}'::jsonb), COALESCE(v_s.created_at, q.created_at),
            COALESCE(v_s.modified_at, q.created_at), v_vis, v_inf, v_del,
-           (SELECT k.secret FROM queen.sqs_secret k WHERE k.id = 1);
+           (SELECT k.secret FROM queen.sqs_secret k WHERE k.id = 1), q.encryption_enabled;
 END
 $$;
 
@@ -161,6 +214,7 @@ $$;
 
 -- SetQueueAttributes: merges p_attrs (a "" value removes RedrivePolicy,
 -- RedriveAllowPolicy, Policy, KmsMasterKeyId) and applies the native options.
+-- status ok | no_queue | a refusal of queen._sqs_redrive_check.
 CREATE FUNCTION queen.sqs_set(p_tenant text, p_name text, p_attrs jsonb)
 RETURNS TABLE(status text)
 LANGUAGE plpgsql AS $$
@@ -168,6 +222,7 @@ DECLARE
   v_qid  int;
   v_fifo bool;
   v_a    jsonb;
+  v_bad  text;
 BEGIN
   SELECT q.id INTO v_qid FROM queen.queues q WHERE q.tenant = p_tenant AND q.name = p_name;
   IF NOT FOUND THEN
@@ -176,6 +231,12 @@ BEGIN
   END IF;
   INSERT INTO queen.sqs_queues (queue_id, fifo) VALUES (v_qid, p_name LIKE '%.fifo')
   ON CONFLICT (queue_id) DO NOTHING;
+  SELECT s.fifo INTO v_fifo FROM queen.sqs_queues s WHERE s.queue_id = v_qid;
+  v_bad := queen._sqs_redrive_check(p_tenant, p_attrs, v_fifo, '000000000000');
+  IF v_bad IS NOT NULL THEN
+    RETURN QUERY SELECT v_bad;
+    RETURN;
+  END IF;
   UPDATE queen.sqs_queues s
      SET attrs = (SELECT COALESCE(jsonb_object_agg(e.key, e.value), '{}'::jsonb)
                     FROM jsonb_each(s.attrs || p_attrs) e WHERE e.value <> '""'::jsonb),
@@ -282,10 +343,11 @@ $$;
 -- sorted order before anything else. Per-item not-before instants (us,
 -- NULL = none). Rows (ord, seq, partition_id, duplicate, queue_name);
 -- queue_name names the queue for "committed" (NULL for duplicates; one row
--- with ord 0 when the queue does not exist).
+-- with ord 0 when the queue does not exist). p_encrypted: the payloads are
+-- sealed by the codec (the queue's encryptionEnabled).
 CREATE FUNCTION queen.sqs_send(p_tenant text, p_queue text, p_parts text[], p_payloads bytea[],
   p_not_before bigint[], p_attrs jsonb[], p_sys jsonb[], p_groups text[], p_dedup text[],
-  p_sender text, p_scope_group bool)
+  p_sender text, p_scope_group bool, p_encrypted bool)
 RETURNS TABLE(ord int, seq bigint, partition_id bigint, duplicate bool, queue_name text)
 LANGUAGE plpgsql AS $$
 #variable_conflict use_column
@@ -359,8 +421,8 @@ BEGIN
     FOR r IN SELECT x.ord, x.seq, x.partition_id
                FROM queen.push(p_tenant, array_fill(p_queue, ARRAY[m]), k_parts,
                                array_fill(NULL::text, ARRAY[m]), k_pay, array_fill(NULL::uuid, ARRAY[m]),
-                               array_fill(p_sender, ARRAY[m]), array_fill(false, ARRAY[m]), false,
-                               CASE WHEN v_anynb THEN queen.ts_of_us(k_nb) END) x LOOP
+                               array_fill(p_sender, ARRAY[m]), array_fill(COALESCE(p_encrypted, false), ARRAY[m]),
+                               false, CASE WHEN v_anynb THEN queen.ts_of_us(k_nb) END) x LOOP
       v_seq[k_idx[r.ord]] := r.seq;
       v_pid[k_idx[r.ord]] := r.partition_id;
     END LOOP;
@@ -382,23 +444,33 @@ BEGIN
 END
 $$;
 
--- ReceiveMessage: up to p_max native pops of the queue-mode group, one
--- message (one partition) each, all under lease p_lease, visible again
--- p_vis seconds from now; receive counts go up. With a redrive policy
--- (p_dlq, p_max_receives), a message already received p_max_receives
--- times is copied into the dead-letter queue p_dlq (same body, metadata)
--- and acked with status 'dlq' instead of being returned. No message: one
--- row with only next_due (when something becomes claimable).
+-- ReceiveMessage: up to p_max messages of the queue-mode group under lease
+-- p_lease, visible again p_vis seconds from now; receive counts go up.
+-- Standard queues: one native pop of one message per partition (stripe).
+-- FIFO queues: one native pop per message group (partition) of up to the
+-- rest of p_max messages, in order, all under the group's one lease: no
+-- other message of a group is handed out while one of it is in flight
+-- (spec §7.2). With a redrive policy (p_dlq, p_max_receives), a message
+-- already received p_max_receives times is copied into the dead-letter
+-- queue p_dlq (same body, metadata) and acked with status 'dlq' instead of
+-- being returned; in a FIFO group after a message already returned, the
+-- group's lease is cut just before it instead (it moves at the group's next
+-- receive, so order holds). kheaders: the Kafka record headers of a
+-- message produced through Kafka (queen.message_meta), which the codec
+-- presents as message attributes. No message: one row with only next_due
+-- (when something becomes claimable).
 CREATE FUNCTION queen.sqs_receive(p_tenant text, p_queue text, p_max int, p_vis int,
   p_lease uuid, p_dlq text, p_max_receives int)
 RETURNS TABLE(partition_id bigint, partition_name text, seq bigint, created_at timestamptz,
   payload bytea, receive_count int, first_at timestamptz, attrs jsonb, sys_attrs jsonb,
   group_id text, dedup_id text, sender_id text, next_due timestamptz, moved int,
-  message_id text, sent_at timestamptz)
+  message_id text, sent_at timestamptz, is_encrypted bool, kheaders bytea)
 LANGUAGE plpgsql AS $$
 #variable_conflict use_column
 DECLARE
   r       queen.pop_row;
+  v_max   int := GREATEST(p_max, 1);
+  v_fifo  bool;
   i       int := 0;
   v_got   int := 0;
   v_moved int := 0;
@@ -408,47 +480,83 @@ DECLARE
   v_pids  bigint[] := '{}';
   v_cseq  bigint;
   v_cpid  bigint;
+  v_n     int;
+  v_kept  int;
+  v_last  bigint;
+  v_cut   bool;
+  v_empty bool := false;
   m       queen.sqs_meta;
 BEGIN
-  WHILE v_got < GREATEST(p_max, 1) AND i < GREATEST(p_max, 1) + 20 LOOP
+  SELECT COALESCE(s.fifo, p_queue LIKE '%.fifo') INTO v_fifo
+    FROM queen.queues q LEFT JOIN queen.sqs_queues s ON s.queue_id = q.id
+   WHERE q.tenant = p_tenant AND q.name = p_queue;
+  WHILE v_got < v_max AND i < v_max + 20 AND NOT v_empty LOOP
     i := i + 1;
-    SELECT * INTO r FROM queen.pop(p_tenant, p_queue, NULL, '__QUEUE_MODE__', NULL, NULL, 1, 1,
-                                   p_lease, false) LIMIT 1;
-    IF r.seq IS NULL THEN
-      v_due := r.next_due;
-      EXIT;
-    END IF;
-    -- Leased until the end of this call's loop at least: a visibility of 0
-    -- must not hand the same message out twice in one receive.
-    UPDATE queen.ready rr SET avail_at = now() + make_interval(secs => GREATEST(p_vis, 1))
-     WHERE rr.partition_id = r.partition_id AND rr.lease_id = p_lease;
-    v_pids := v_pids || r.partition_id;
-    SELECT * INTO m FROM queen.sqs_meta x WHERE x.partition_id = r.partition_id AND x.seq = r.seq;
-    SELECT s.count, s.first_at INTO v_cnt, v_first FROM queen.sqs_receives s
-     WHERE s.partition_id = r.partition_id AND s.seq = r.seq;
-    IF p_dlq IS NOT NULL AND COALESCE(v_cnt, 0) >= p_max_receives THEN
-      SELECT x.seq, x.partition_id INTO v_cseq, v_cpid
-        FROM queen.push(p_tenant, ARRAY[p_dlq], ARRAY[COALESCE(m.group_id, r.partition_name)],
-                        ARRAY[NULL::text], ARRAY[r.payload], ARRAY[r.trace_id],
-                        ARRAY[COALESCE(m.sender_id, r.producer)], ARRAY[false], false, NULL) x;
-      INSERT INTO queen.sqs_meta (partition_id, seq, attrs, sys_attrs, group_id, dedup_id, sender_id,
-                                  message_id, sent_at)
-      VALUES (v_cpid, v_cseq, m.attrs, m.sys_attrs, m.group_id, m.dedup_id, m.sender_id,
-              COALESCE(m.message_id, queen.uuid_of(1, r.seq)::text), COALESCE(m.sent_at, r.created_at))
-      ON CONFLICT DO NOTHING;
-      PERFORM queen.ack(p_tenant, ARRAY['__QUEUE_MODE__'], ARRAY[r.partition_id], ARRAY[NULL::text],
-                        ARRAY[r.seq], ARRAY['dlq'], ARRAY[p_lease], ARRAY['maxReceiveCount exceeded']);
-      DELETE FROM queen.sqs_receives s WHERE s.partition_id = r.partition_id AND s.seq = r.seq;
-      v_moved := v_moved + 1;
-      CONTINUE;
-    END IF;
-    INSERT INTO queen.sqs_receives AS s (partition_id, seq, count) VALUES (r.partition_id, r.seq, 1)
-    ON CONFLICT (partition_id, seq) DO UPDATE SET count = s.count + 1
-    RETURNING s.count, s.first_at INTO v_cnt, v_first;
-    v_got := v_got + 1;
-    RETURN QUERY SELECT r.partition_id, r.partition_name, r.seq, r.created_at, r.payload, v_cnt,
-                        v_first, m.attrs, m.sys_attrs, m.group_id, m.dedup_id, m.sender_id,
-                        NULL::timestamptz, v_moved, m.message_id, m.sent_at;
+    v_n := 0;
+    v_kept := 0;
+    v_cut := false;
+    FOR r IN SELECT * FROM queen.pop(p_tenant, p_queue, NULL, '__QUEUE_MODE__', NULL, NULL,
+                                     CASE WHEN v_fifo THEN v_max - v_got ELSE 1 END, 1,
+                                     p_lease, false) x ORDER BY x.seq LOOP
+      IF r.seq IS NULL THEN
+        v_due := r.next_due;
+        v_empty := true;
+        EXIT;
+      END IF;
+      v_n := v_n + 1;
+      IF v_n = 1 THEN
+        -- Leased until the end of this call's loop at least: a visibility of
+        -- 0 must not hand the same message out twice in one receive.
+        UPDATE queen.ready rr SET avail_at = now() + make_interval(secs => GREATEST(p_vis, 1))
+         WHERE rr.partition_id = r.partition_id AND rr.lease_id = p_lease;
+        v_pids := v_pids || r.partition_id;
+      END IF;
+      CONTINUE WHEN v_cut;
+      SELECT * INTO m FROM queen.sqs_meta x WHERE x.partition_id = r.partition_id AND x.seq = r.seq;
+      SELECT s.count, s.first_at INTO v_cnt, v_first FROM queen.sqs_receives s
+       WHERE s.partition_id = r.partition_id AND s.seq = r.seq;
+      IF p_dlq IS NOT NULL AND COALESCE(v_cnt, 0) >= p_max_receives THEN
+        IF v_kept > 0 THEN
+          -- FIFO: an earlier message of the group goes out in this receive;
+          -- the lease ends before this one, which stays first in its group
+          UPDATE queen.ready rr
+             SET leased_to = v_last,
+                 batch_size = (SELECT count(*) FROM queen.messages mm
+                                WHERE mm.partition_id = r.partition_id
+                                  AND mm.seq > rr.leased_from AND mm.seq <= v_last)
+           WHERE rr.partition_id = r.partition_id AND rr.lease_id = p_lease;
+          v_cut := true;
+          CONTINUE;
+        END IF;
+        SELECT x.seq, x.partition_id INTO v_cseq, v_cpid
+          FROM queen.push(p_tenant, ARRAY[p_dlq], ARRAY[COALESCE(m.group_id, r.partition_name)],
+                          ARRAY[NULL::text], ARRAY[r.payload], ARRAY[r.trace_id],
+                          ARRAY[COALESCE(m.sender_id, r.producer)], ARRAY[COALESCE(r.is_encrypted, false)],
+                          false, NULL) x;
+        INSERT INTO queen.sqs_meta (partition_id, seq, attrs, sys_attrs, group_id, dedup_id, sender_id,
+                                    message_id, sent_at)
+        VALUES (v_cpid, v_cseq, m.attrs, m.sys_attrs, m.group_id, m.dedup_id, m.sender_id,
+                COALESCE(m.message_id, queen.uuid_of(1, r.seq)::text), COALESCE(m.sent_at, r.created_at))
+        ON CONFLICT DO NOTHING;
+        PERFORM queen.ack(p_tenant, ARRAY['__QUEUE_MODE__'], ARRAY[r.partition_id], ARRAY[NULL::text],
+                          ARRAY[r.seq], ARRAY['dlq'], ARRAY[p_lease], ARRAY['maxReceiveCount exceeded']);
+        DELETE FROM queen.sqs_receives s WHERE s.partition_id = r.partition_id AND s.seq = r.seq;
+        v_moved := v_moved + 1;
+        CONTINUE;
+      END IF;
+      INSERT INTO queen.sqs_receives AS s (partition_id, seq, count) VALUES (r.partition_id, r.seq, 1)
+      ON CONFLICT (partition_id, seq) DO UPDATE SET count = s.count + 1
+      RETURNING s.count, s.first_at INTO v_cnt, v_first;
+      v_got := v_got + 1;
+      v_kept := v_kept + 1;
+      v_last := r.seq;
+      RETURN QUERY SELECT r.partition_id, r.partition_name, r.seq, r.created_at, r.payload, v_cnt,
+                          v_first, m.attrs, m.sys_attrs, m.group_id, m.dedup_id, m.sender_id,
+                          NULL::timestamptz, v_moved, m.message_id, m.sent_at,
+                          COALESCE(r.is_encrypted, false),
+                          (SELECT mm.headers FROM queen.message_meta mm
+                            WHERE mm.partition_id = r.partition_id AND mm.seq = r.seq);
+    END LOOP;
   END LOOP;
   IF p_vis = 0 AND cardinality(v_pids) > 0 THEN
     UPDATE queen.ready rr SET avail_at = now(), lease_id = NULL, leased_from = NULL, leased_to = NULL,
@@ -458,7 +566,8 @@ BEGIN
   IF v_got = 0 THEN
     RETURN QUERY SELECT NULL::bigint, NULL::text, NULL::bigint, NULL::timestamptz, NULL::bytea,
                         NULL::int, NULL::timestamptz, NULL::jsonb, NULL::jsonb, NULL::text,
-                        NULL::text, NULL::text, v_due, v_moved, NULL::text, NULL::timestamptz;
+                        NULL::text, NULL::text, v_due, v_moved, NULL::text, NULL::timestamptz,
+                        NULL::bool, NULL::bytea;
   END IF;
 END
 $$;
@@ -572,4 +681,79 @@ LANGUAGE sql STABLE AS $$
   SELECT q.name::text FROM queen.sqs_queues s JOIN queen.queues q ON q.id = s.queue_id
    WHERE q.tenant = p_tenant AND (s.attrs->>'RedrivePolicy')::jsonb->>'deadLetterTargetArn' = p_dlq_arn
    ORDER BY q.name
+$$;
+
+-- Upkeep, called by the retention actor every tick (p_max rows per job;
+-- tables and indexes in migrations/0011_sqs_sweep.sql): expired dedup
+-- entries; metadata of messages that no longer exist (retention, queue or
+-- partition deletion); receive counts of messages that no longer exist or
+-- that the queue-mode cursor has passed. The two walks go in seq order from
+-- sqs_sweep_pos and wrap when a batch comes back short; one broker at a
+-- time walks (SKIP LOCKED). Rows of one push are committed with it, so a
+-- message and its metadata are seen together.
+CREATE FUNCTION queen.sqs_sweep(p_max int) RETURNS TABLE(job text, affected bigint)
+LANGUAGE plpgsql AS $$
+DECLARE
+  v_max  int := GREATEST(COALESCE(p_max, 1000), 1);
+  v_n    bigint;
+  v_seen bigint;
+  v_last bigint;
+  v_pos  queen.sqs_sweep_pos;
+BEGIN
+  WITH d AS (
+    DELETE FROM queen.sqs_dedup x
+     WHERE (x.queue_id, x.scope_key, x.dedup_id) IN (
+       SELECT y.queue_id, y.scope_key, y.dedup_id FROM queen.sqs_dedup y
+        WHERE y.expires_at <= now() ORDER BY y.expires_at LIMIT v_max FOR UPDATE SKIP LOCKED)
+       AND x.expires_at <= now()
+    RETURNING 1)
+  SELECT count(*) INTO v_n FROM d;
+  RETURN QUERY SELECT 'sqs_dedup'::text, v_n;
+
+  SELECT * INTO v_pos FROM queen.sqs_sweep_pos p WHERE p.id = 1 FOR UPDATE SKIP LOCKED;
+  IF NOT FOUND THEN
+    RETURN;
+  END IF;
+
+  WITH w AS (
+    SELECT s.partition_id, s.seq FROM queen.sqs_meta s
+     WHERE s.seq > v_pos.meta_seq ORDER BY s.seq LIMIT v_max),
+  dead AS (
+    SELECT w.partition_id, w.seq FROM w
+     WHERE NOT EXISTS (SELECT 1 FROM queen.messages m
+                        WHERE m.partition_id = w.partition_id AND m.seq = w.seq)),
+  del AS (
+    DELETE FROM queen.sqs_meta s USING dead
+     WHERE s.partition_id = dead.partition_id AND s.seq = dead.seq
+    RETURNING 1)
+  SELECT (SELECT count(*) FROM w), (SELECT max(w.seq) FROM w), (SELECT count(*) FROM del)
+    INTO v_seen, v_last, v_n;
+  UPDATE queen.sqs_sweep_pos p SET meta_seq = CASE WHEN v_seen < v_max THEN 0 ELSE v_last END
+   WHERE p.id = 1;
+  RETURN QUERY SELECT 'sqs_meta'::text, v_n;
+
+  WITH w AS (
+    SELECT s.partition_id, s.seq FROM queen.sqs_receives s
+     WHERE s.seq > v_pos.recv_seq ORDER BY s.seq LIMIT v_max),
+  dead AS (
+    SELECT w.partition_id, w.seq FROM w
+     WHERE NOT EXISTS (SELECT 1 FROM queen.messages m
+                        WHERE m.partition_id = w.partition_id AND m.seq = w.seq)
+        OR EXISTS (SELECT 1 FROM queen.partitions p
+                     JOIN queen.consumer_groups g
+                       ON g.queue_id = p.queue_id AND g.name = '__QUEUE_MODE__' AND NOT g.retired
+                     LEFT JOIN queen.ready r ON r.partition_id = p.id AND r.group_id = g.id
+                     LEFT JOIN queen.cursors c ON c.partition_id = p.id AND c.group_id = g.id
+                    WHERE p.id = w.partition_id
+                      AND COALESCE(r.acked_seq, c.acked_seq, g.start_seq, 0) >= w.seq)),
+  del AS (
+    DELETE FROM queen.sqs_receives s USING dead
+     WHERE s.partition_id = dead.partition_id AND s.seq = dead.seq
+    RETURNING 1)
+  SELECT (SELECT count(*) FROM w), (SELECT max(w.seq) FROM w), (SELECT count(*) FROM del)
+    INTO v_seen, v_last, v_n;
+  UPDATE queen.sqs_sweep_pos p SET recv_seq = CASE WHEN v_seen < v_max THEN 0 ELSE v_last END
+   WHERE p.id = 1;
+  RETURN QUERY SELECT 'sqs_receives'::text, v_n;
+END
 $$;

@@ -1,5 +1,6 @@
-/*  test/fuzz/fuzz_sigv4.c - Authorization header values and the canonical
-    request of untrusted paths, queries and headers (wire/sigv4.c)
+/*  test/fuzz/fuzz_sigv4.c - Authorization header values, the canonical
+    request of untrusted paths, queries and headers, and the request time
+    of X-Amz-Date / Date values (wire/sigv4.c)
     Input: header value \0 path \0 query \0 signed headers \0 header value
 */
 #include <stddef.h>
@@ -51,6 +52,16 @@ LLVMFuzzerTestOneInput (const uint8_t *data, size_t size)
         char sig [65];
         qn_sigv4_signature (&r, "secret", sig);
         if (strlen (sig) != 64)
+            abort ();
+    }
+    //  The request time: the header value as X-Amz-Date, then as Date; a
+    //  time found is written as 16 characters of the X-Amz-Date form.
+    char when [17];
+    for (int as_date = 0; as_date < 2; as_date++) {
+        memset (when, 'x', sizeof when);
+        int64_t t = qn_sigv4_request_time (as_date? NULL: value, as_date? 0: strlen (value),
+                                           as_date? value: NULL, as_date? strlen (value): 0, when);
+        if (t >= 0 && (when [16] != 0 || strlen (when) != 16 || when [8] != 'T' || when [15] != 'Z'))
             abort ();
     }
     free (auth);

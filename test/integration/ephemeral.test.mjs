@@ -4,15 +4,20 @@
 //  either broker, request/reply across brokers and its clean timeout,
 //  presence topics (cell-wide subscriber list, expiry, fan-out both ways,
 //  cache invalidation keys), bounds and overflow policies, memory under
-//  its cap under a flood, and all of it with PostgreSQL stopped while the
-//  durable queues answer 503 (pops) and spool (pushes).
+//  its cap under a flood, batched receives and replies across brokers,
+//  names per tenant through queen-proxy (a second cell of two brokers
+//  behind a proxy, two tenants using the same names), and all of it with
+//  PostgreSQL stopped while the durable queues answer 503 (pops) and
+//  spool (pushes).
 
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import net from 'node:net';
+import path from 'node:path';
+import { spawnSync } from 'node:child_process';
 import {
     startBroker, createDatabase, freePort, http, request, waitFor, sleep, pgStop, pgStart,
-    configureQueue, pushItems,
+    configureQueue, pushItems, ROOT, PG_HOST, PG_PORT,
 } from './lib.mjs';
 
 const SECRET = 'ephemeral-test-cell-secret-0123';
@@ -209,6 +214,126 @@ test('memory stays under EPHEMERAL_MAX_BYTES under a flood', async () => {
         await request(A.url, `${E}/queues/flood2/send`, { method: 'POST', body: { payload: big }, expect: [201, 503] });
     const st = await get(A, '/stats');
     assert.ok(st.body.bytes <= CAP, `holding ${st.body.bytes} bytes, cap ${CAP}`);
+});
+
+test('batches: a replier on B takes several requests in one receive and answers them in one reply', async () => {
+    const rx = get(B, '/queues/rpc-batch/receive?timeout=10000&max=10');
+    await waitFor(async () => (await post(A, '/queues/rpc-batch', {})).body.waitingElsewhere[B.meshId] === 10,
+                  5000, 20);
+    //  Three requests from A in one go: they reach B's one receive.
+    const reqs = [1, 2, 3].map((n) => post(A, '/queues/rpc-batch/request', { payload: { n }, timeout: 5000 }));
+    let work = await rx;
+    assert.equal(work.status, 200, work.raw);
+    const got = [...work.body.messages];
+    while (got.length < 3) {               //  The rest, had they come in a later pass
+        work = await get(B, '/queues/rpc-batch/receive?timeout=5000&max=10');
+        assert.equal(work.status, 200, work.raw);
+        got.push(...work.body.messages);
+    }
+    assert.deepEqual(got.map((m) => m.payload.n).sort(), [1, 2, 3]);
+    const answered = await post(B, '/reply', {
+        replies: got.map((m) => ({ replyTo: m.replyTo, correlationId: m.correlationId, payload: { n: m.payload.n * 10 } })),
+    });
+    assert.equal(answered.status, 202, answered.raw);
+    assert.deepEqual(answered.body, { delivered: 0, forwarded: 3, missing: 0, invalid: 0 });
+    const res = await Promise.all(reqs);
+    assert.deepEqual(res.map((r) => r.body.payload.n), [10, 20, 30]);
+});
+
+test('names are per tenant: two tenants through queen-proxy share no queue, inbox or topic', async () => {
+    const TSECRET = 'eph-tenancy-assertion-secret-0123456789abcdef';
+    const PROXY_BIN = process.env.QN_PROXY_BIN
+        || path.join(path.dirname(process.env.QN_BIN || path.join(ROOT, 'build', 'queen')), 'queen-proxy');
+    const db = await createDatabase('eph_tenants');
+    const cell = [];
+    let proxy;
+    try {
+        for (let i = 0; i < 2; i++) {
+            const meshPort = await freePort();
+            const b = await startBroker({
+                db, env: {
+                    MESH_PORT: String(meshPort), MESH_SECRET: `${SECRET}-tenants`, MESH_HEARTBEAT_MS: '500',
+                    TENANT_ASSERTION_SECRET: TSECRET,
+                },
+            });
+            b.meshId = `127.0.0.1:${meshPort}`;
+            cell.push(b);
+        }
+        await waitFor(async () => (await http(`${cell[0].url}/health`)).body.mesh?.peersUp === 1
+                               && (await http(`${cell[1].url}/health`)).body.mesh?.peersUp === 1, 15000, 100);
+        const keys = {};
+        for (const t of ['ta', 'tb']) {
+            const r = spawnSync(PROXY_BIN, ['create-tenant', t], {
+                env: { ...process.env, PG_HOST, PG_PORT: String(PG_PORT), PG_USER: 'postgres', PG_PASSWORD: 'postgres', PG_DB: db },
+                encoding: 'utf8', timeout: 30000,
+            });
+            assert.equal(r.status, 0, r.stderr);
+            keys[t] = JSON.parse(r.stdout).key;
+        }
+        proxy = await startBroker({
+            bin: PROXY_BIN, db,
+            env: { TENANT_ASSERTION_SECRET: TSECRET, QUEEN_UPSTREAMS: `${cell[0].url},${cell[1].url}` },
+        });
+        const as = (t) => ({ Authorization: `Bearer ${keys[t]}` });
+        await waitFor(async () => (await http(`${proxy.url}/proxy/v1/whoami`, { headers: as('ta') })).status === 200, 5000);
+        const call = (t, method, p, body, expect) =>
+            request(proxy.url, `${E}${p}`, { method, body, headers: as(t), expect, timeoutMs: 60000 });
+        //  What waits for queue q of tenant t, cell-wide, as one broker sees it.
+        const waiting = async (t, q) => {
+            const st = (await call(t, 'POST', `/queues/${q}`, {}, 200)).body;
+            assert.equal(st.queue, q);
+            return st.waiting + Object.values(st.waitingElsewhere).reduce((x, y) => x + y, 0);
+        };
+
+        //  Hand-off: ta waits on "jobs"; tb's message to its own "jobs" is
+        //  not handed to ta's consumer, ta's is.
+        const rx = call('ta', 'GET', '/queues/jobs/receive?timeout=10000', undefined, [200, 204]);
+        await waitFor(async () => (await waiting('ta', 'jobs')) === 1, 5000, 20);
+        assert.equal(await waiting('tb', 'jobs'), 0);
+        const tbSent = await call('tb', 'POST', '/queues/jobs/send', { payload: 'for tb' }, 201);
+        assert.equal(tbSent.body.status, 'queued', tbSent.raw);
+        const taSent = await call('ta', 'POST', '/queues/jobs/send', { payload: 'for ta' }, 201);
+        assert.notEqual(taSent.body.status, 'queued', taSent.raw);
+        const got = await rx;
+        assert.equal(got.status, 200, got.raw);
+        assert.equal(got.body.payload, 'for ta');
+        //  tb's message waits for tb (on whichever broker tb asks).
+        const tbGot = await call('tb', 'GET', '/queues/jobs/receive?timeout=5000', undefined, 200);
+        assert.equal(tbGot.body.payload, 'for tb');
+
+        //  Request/reply: tb sees none of ta's requests, and a reply from tb
+        //  to ta's inbox never reaches ta's requester.
+        const req = call('ta', 'POST', '/queues/rpc/request', { payload: 'ta asks', timeout: 8000 }, 200);
+        const none = await call('tb', 'GET', '/queues/rpc/receive?timeout=300', undefined, 204);
+        assert.equal(none.status, 204);
+        const work = await call('ta', 'GET', '/queues/rpc/receive?timeout=5000', undefined, 200);
+        assert.equal(work.body.payload, 'ta asks');
+        const forged = await call('tb', 'POST', '/reply',
+                                  { replyTo: work.body.replyTo, correlationId: work.body.correlationId, payload: 'from tb' },
+                                  [202, 404]);
+        assert.notEqual(forged.body.status, 'delivered', forged.raw);
+        await call('ta', 'POST', '/reply',
+                   { replyTo: work.body.replyTo, correlationId: work.body.correlationId, payload: 'from ta' }, [202]);
+        const answer = await req;
+        assert.equal(answer.body.payload, 'from ta');
+
+        //  Topics: each tenant sees only its own subscribers.
+        await call('ta', 'POST', '/topics/prices/subscribe', { subscriber: 'ta-1', ttl: 30000 }, 200);
+        await call('tb', 'POST', '/topics/prices/subscribe', { subscriber: 'tb-1', ttl: 30000 }, 200);
+        for (const [t, who] of [['ta', 'ta-1'], ['tb', 'tb-1']]) {
+            await waitFor(async () => {
+                const l = await call(t, 'GET', '/topics/prices/subscribers', undefined, 200);
+                assert.equal(l.body.topic, 'prices');
+                return l.body.subscribers.length === 1 && l.body.subscribers[0].subscriber === who;
+            }, 5000, 50);
+        }
+        //  The broker's memory figures stay the operator's.
+        await call('ta', 'GET', '/stats', undefined, 403);
+    } finally {
+        await proxy?.stop();
+        for (const b of cell)
+            await b.kill();
+    }
 });
 
 test('PostgreSQL stopped: ephemeral queues keep working across brokers, durable ones spool or 503', async () => {

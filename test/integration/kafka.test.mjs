@@ -17,10 +17,13 @@ import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import net from 'node:net';
 import kafkajs from 'kafkajs';
+import { createRequire } from 'node:module';
 import {
-    startBroker, freePort, pushItems, popMessages, ackBatch, ackFor, configureQueue,
+    startBroker, freePort, pushItems, popMessages, ackBatch, ackFor, configureQueue, request, pop, waitFor,
 } from './lib.mjs';
 
+//  Payloads of queues with encryptionEnabled are sealed with this key.
+const ENC_KEY = 'a1'.repeat(32);
 let broker;
 let U;
 let B;
@@ -35,7 +38,7 @@ before(async () => {
     broker = await startBroker({
         port,
         env: { KAFKA_PORT: String(kport), KAFKA_ADVERTISED_HOST: '127.0.0.1', KAFKA_DEFAULT_PARTITIONS: '3',
-               KAFKA_MAX_REQUEST_BYTES: '1048576' },
+               KAFKA_MAX_REQUEST_BYTES: '1048576', QUEEN_ENCRYPTION_KEY: ENC_KEY },
     });
     U = broker.url;
     B = `127.0.0.1:${kport}`;
@@ -315,10 +318,12 @@ test('Kafka in, HTTP out: keys are native partitions, values the payload bytes (
     assert.equal(again.out, 'e1 {"v":1}\ne2 {"v":2}\ne1 {"v":3}\n');
 });
 
-test('murmur2_random puts key0..key8 where kafkajs and native pushes do (spec §12.2)', async () => {
+test('idempotent murmur2_random gzip producer puts key0..key8 where kafkajs and native pushes do (spec §12.2)', async () => {
     //  A topic first named by a producer gets KAFKA_DEFAULT_PARTITIONS (3).
     const input = [...Array(9).keys()].map((i) => `key${i}:v${i}`).join('\n') + '\n';
-    const p = await kcat(['-P', '-t', 'kc3', '-K:', '-X', 'partitioner=murmur2_random', '-z', 'gzip'], { input });
+    //  Idempotent (spec §12.2): InitProducerId, then sequence-numbered batches.
+    const p = await kcat(['-P', '-t', 'kc3', '-K:', '-X', 'partitioner=murmur2_random',
+        '-X', 'enable.idempotence=true', '-z', 'gzip'], { input });
     assert.equal(p.code, 0, p.err);
     const out = await kcat(['-C', '-t', 'kc3', '-o', 'beginning', '-e', '-f', '%k %p\n']);
     assert.deepEqual(out.out.trim().split('\n').sort(),
@@ -440,4 +445,227 @@ test('kafkajs 2.2.4: admin create/list/delete topics, producer acks -1/1/0 with 
     } finally {
         await admin.disconnect();
     }
+});
+
+//  kafkajs's own request encoders build raw idempotent Produce frames.
+const require = createRequire(import.meta.url);
+const produceV3 = require('kafkajs/src/protocol/requests/produce/v3/request');
+const KLong = require('kafkajs/src/utils/long');
+
+//  A Produce v3 frame (acks -1) of one idempotent batch to topic/partition.
+async function idemProduce (corr, topic, partition, producerId, producerEpoch, firstSequence, values) {
+    const req = produceV3({
+        acks: -1, timeout: 5000, producerId: KLong.fromValue(producerId), producerEpoch,
+        topicData: [{ topic, partitions: [{ partition, firstSequence,
+            messages: values.map((v) => ({ key: 'k', value: v })) }] }],
+    });
+    return frame(0, 3, corr, (await req.encode()).buffer);
+}
+
+//  error_code and base_offset of the one partition of a Produce v3 answer
+function produceAnswer (f, topic) {
+    const at = 4 + 4 + 2 + Buffer.byteLength(topic) + 4 + 4;
+    return { corr: f.readInt32BE(0), error: f.readInt16BE(at), base: Number(f.readBigInt64BE(at + 2)) };
+}
+
+test('InitProducerId and sequence checks: a retried batch is answered with its offset and stored once; a gap gets 45; an old epoch 47 (spec §4.15, §6.5)', async () => {
+    await createTopic('kidem', 2);
+    //  InitProducerId v1 (null transactional id): a fresh id, epoch 0; ids differ.
+    const ip = frame(22, 1, 3, Buffer.concat([Buffer.from([0xff, 0xff]), i32(60000)]));
+    const a = await raw([ip, frame(22, 0, 4, Buffer.concat([Buffer.from([0xff, 0xff]), i32(60000)]))], 2);
+    assert.equal(a.frames.length, 2);
+    const ids = a.frames.map((f) => ({ corr: f.readInt32BE(0), err: f.readInt16BE(8),
+                                       pid: f.readBigInt64BE(10), epoch: f.readInt16BE(18) }));
+    assert.deepEqual(ids.map((x) => [x.corr, x.err, x.epoch]), [[3, 0, 0], [4, 0, 0]]);
+    assert.ok(ids[0].pid >= 1000n && ids[1].pid !== ids[0].pid, `producer ids ${ids[0].pid} ${ids[1].pid}`);
+    const pid = Number(ids[0].pid);
+    //  Batch seq 0..2, then the same bytes again (a retry after a lost answer),
+    //  on a new connection as a client would after a timeout.
+    const b0 = await idemProduce(10, 'kidem', 1, pid, 0, 0, ['a', 'b', 'c']);
+    const r1 = await raw([b0], 1);
+    assert.deepEqual(produceAnswer(r1.frames[0], 'kidem'), { corr: 10, error: 0, base: 0 });
+    const r2 = await raw([b0], 1);
+    assert.deepEqual(produceAnswer(r2.frames[0], 'kidem'), { corr: 10, error: 0, base: 0 });
+    //  The next batch (3..4), a gap (7), the retry again, an old epoch.
+    const next = await idemProduce(11, 'kidem', 1, pid, 0, 3, ['d', 'e']);
+    const gap = await idemProduce(12, 'kidem', 1, pid, 0, 7, ['x']);
+    const r3 = await raw([next, gap, b0], 3);
+    assert.deepEqual(r3.frames.map((f) => produceAnswer(f, 'kidem')), [
+        { corr: 11, error: 0, base: 3 }, { corr: 12, error: 45, base: -1 }, { corr: 10, error: 0, base: 0 }]);
+    const e1 = await idemProduce(13, 'kidem', 1, pid, 1, 0, ['f']);
+    const e0 = await idemProduce(14, 'kidem', 1, pid, 0, 5, ['y']);
+    const r4 = await raw([e1, e0], 2);
+    assert.deepEqual(r4.frames.map((f) => produceAnswer(f, 'kidem')), [
+        { corr: 13, error: 0, base: 5 }, { corr: 14, error: 47, base: -1 }]);
+    //  Stored exactly once each, in order; nothing of the refused batches.
+    const out = await kcat(['-C', '-t', 'kidem', '-p', '1', '-o', 'beginning', '-e', '-f', '%s@%o\n']);
+    assert.equal(out.code, 0, out.err);
+    assert.equal(out.out, 'a@0\nb@1\nc@2\nd@3\ne@4\nf@5\n');
+});
+
+test('kafkajs 2.2.4 idempotent producer with gzip: every message once, in order (spec §12.3)', async () => {
+    const { Kafka, logLevel, CompressionTypes } = kafkajs;
+    await createTopic('kjsidem', 3);
+    const kafka = new Kafka({ clientId: 'kjs-idem', brokers: [B], logLevel: logLevel.NOTHING });
+    const p = kafka.producer({ idempotent: true, maxInFlightRequests: 1 });
+    await p.connect();
+    try {
+        for (let round = 0; round < 3; round++) {
+            const msgs = [...Array(9).keys()].map((i) => ({ key: 'key' + i, value: `r${round}v${i}` }));
+            const res = await p.send({ topic: 'kjsidem', messages: msgs, compression: CompressionTypes.GZIP });
+            assert.ok(res.every((x) => x.errorCode === 0), JSON.stringify(res));
+        }
+    } finally {
+        await p.disconnect();
+    }
+    const out = await kcat(['-C', '-t', 'kjsidem', '-o', 'beginning', '-e', '-f', '%k %p %s\n']);
+    assert.equal(out.code, 0, out.err);
+    const lines = out.out.trim().split('\n');
+    assert.equal(lines.length, 27);
+    //  Per key, the three rounds in order, in kafkajs's murmur2 partition.
+    const part = [1, 2, 2, 1, 0, 1, 0, 0, 1];
+    for (let i = 0; i < 9; i++)
+        assert.deepEqual(lines.filter((l) => l.startsWith(`key${i} `)),
+            [0, 1, 2].map((r) => `key${i} ${part[i]} r${r}v${i}`));
+});
+
+test('Fetch opens payloads of an encrypted queue, as HTTP pop does (spec §6.2)', async () => {
+    await createTopic('kenc');
+    await configureQueue(U, 'kenc', { encryptionEnabled: true });
+    await push([{ queue: 'kenc', partition: 'e1', payload: { secret: 1 } },
+                { queue: 'kenc', partition: 'e1', payload: { secret: 2 } }]);
+    const out = await kcat(['-C', '-t', 'kenc', '-o', 'beginning', '-e', '-f', '%k %s\n']);
+    assert.equal(out.code, 0, out.err);
+    assert.equal(out.out, 'e1 {"secret":1}\ne1 {"secret":2}\n');
+    //  The same plaintext for an HTTP pop.
+    const msgs = await popMessages(U, 'kenc', { batch: 10 });
+    assert.deepEqual(msgs.map((m) => m.data), [{ secret: 1 }, { secret: 2 }]);
+});
+
+test('the configure option kafkaPartitions: set over HTTP, kept when left out, fixed once set, 0 switches the view off', async () => {
+    //  A native queue: no Kafka view (the option is not echoed) until named or configured.
+    assert.ok(!('kafkaPartitions' in (await configureQueue(U, 'kplain')).options));
+    const set = await configureQueue(U, 'kcfg', { kafkaPartitions: 4 });
+    assert.equal(set.options.kafkaPartitions, 4);
+    //  4, not this broker's KAFKA_DEFAULT_PARTITIONS (3)
+    const md = await kcat(['-L', '-t', 'kcfg']);
+    assert.match(md.out, /topic "kcfg" with 4 partitions/);
+    //  A configure without the option keeps it.
+    assert.equal((await configureQueue(U, 'kcfg', { leaseTime: 30 })).options.kafkaPartitions, 4);
+    await push([{ queue: 'kcfg', partition: 'order-42', payload: 'x' }]);
+    const got = await kcat(['-C', '-t', 'kcfg', '-o', 'beginning', '-e', '-f', '%k %p %o\n']);
+    assert.equal(got.out, 'order-42 0 0\n');
+    //  Another count is refused; so are bad values.
+    for (const v of [5, -1, 1025, 'abc', 1.5]) {
+        const res = await request(U, '/api/v1/configure', {
+            method: 'POST', body: { queue: 'kcfg', options: { kafkaPartitions: v } }, expect: 400 });
+        assert.match(res.body.error, /kafkaPartitions/, res.raw);
+    }
+    //  A name Kafka cannot use.
+    const bad = await request(U, '/api/v1/configure', {
+        method: 'POST', body: { queue: 'not:kafka', options: { kafkaPartitions: 2 } }, expect: 400 });
+    assert.match(bad.body.error, /kafkaPartitions/, bad.raw);
+    //  0: off, gone from Metadata; on again with the same count, back.
+    assert.equal((await configureQueue(U, 'kcfg', { kafkaPartitions: 0 })).options.kafkaPartitions, 0);
+    assert.doesNotMatch((await kcat(['-L'])).out, /topic "kcfg"/);
+    assert.equal((await configureQueue(U, 'kcfg', { kafkaPartitions: 4 })).options.kafkaPartitions, 4);
+    assert.match((await kcat(['-L'])).out, /topic "kcfg" with 4 partitions/);
+    //  A native queue configured with a count: visible at once, with it.
+    assert.equal((await configureQueue(U, 'kplain', { kafkaPartitions: 2 })).options.kafkaPartitions, 2);
+    assert.match((await kcat(['-L'])).out, /topic "kplain" with 2 partitions/);
+});
+
+test('a record without a key lands in the Default partition; HTTP sees it there (spec §12.4.1)', async () => {
+    await createTopic('knokey');
+    const p = await kcat(['-P', '-t', 'knokey', '-K:'], { input: 'e1:{"v":1}\n' });
+    assert.equal(p.code, 0, p.err);
+    const q = await kcat(['-P', '-t', 'knokey'], { input: '{"v":2}\n' });
+    assert.equal(q.code, 0, q.err);
+    const msgs = await popMessages(U, 'knokey', { batch: 10, partitions: 10 });
+    assert.deepEqual(msgs.map((m) => [m.partition, m.data.v]).sort(), [['Default', 2], ['e1', 1]]);
+    const out = await kcat(['-C', '-t', 'knokey', '-o', 'beginning', '-e', '-f', '%k|%s\n']);
+    assert.equal(out.out, 'e1|{"v":1}\n|{"v":2}\n');
+});
+
+test('delayedProcessing holds a message back from native pops, not from Kafka readers (spec §12.4.3, D-K6)', async () => {
+    await configureQueue(U, 'kdelay', { delayedProcessing: 60, kafkaPartitions: 1 });
+    await push([{ queue: 'kdelay', partition: 'd', payload: 'later' }]);
+    const out = await kcat(['-C', '-t', 'kdelay', '-o', 'beginning', '-e', '-f', '%k %s\n']);
+    assert.equal(out.code, 0, out.err);
+    assert.equal(out.out, 'd "later"\n');
+    const res = await pop(U, 'kdelay');
+    assert.equal(res.status, 204);
+});
+
+test('4 native pushers and 2 kcat producers on one partition for 10 s: a kcat consumer started before gets every row once, offsets strictly increasing (spec §12.4.5)', async () => {
+    await createTopic('kconc', 1);
+    let out = '';
+    const consumer = spawn('kcat', ['-b', B, '-u', '-C', '-t', 'kconc', '-o', 'beginning', '-f', '%o %s\n'],
+                           { stdio: ['ignore', 'pipe', 'pipe'] });
+    consumer.stdout.on('data', (c) => { out += c; });
+    try {
+        await new Promise((r) => setTimeout(r, 1500));
+        const until = Date.now() + 10000;
+        const expected = new Set();
+        const pusher = async (w) => {
+            for (let i = 0; Date.now() < until; i++) {
+                const items = [0, 1, 2, 3, 4].map((k) => ({ queue: 'kconc', partition: `n${w}`, payload: { w, i, k } }));
+                await push(items);
+                for (const it of items)
+                    expected.add(JSON.stringify(it.payload));
+            }
+        };
+        const producer = async (j) => {
+            for (let round = 0; Date.now() < until; round++) {
+                const lines = [...Array(200).keys()].map((i) => `c${j}-${round}-${i}`);
+                const r = await kcat(['-P', '-t', 'kconc', '-p', '0'], { input: lines.join('\n') + '\n' });
+                assert.equal(r.code, 0, r.err);
+                for (const l of lines)
+                    expected.add(l);
+            }
+        };
+        await Promise.all([0, 1, 2, 3].map(pusher).concat([0, 1].map(producer)));
+        assert.ok(expected.size > 1000, `only ${expected.size} rows`);
+        await waitFor(() => out.split('\n').length - 1 >= expected.size, 60000, 200);
+        await new Promise((r) => setTimeout(r, 500));       //  nothing more may come
+        const lines = out.trim().split('\n');
+        assert.equal(lines.length, expected.size);
+        const offsets = lines.map((l) => Number(l.slice(0, l.indexOf(' '))));
+        assert.deepEqual(offsets, [...Array(lines.length).keys()]);     //  0, 1, 2, ... : none skipped
+        const values = lines.map((l) => l.slice(l.indexOf(' ') + 1));
+        assert.equal(new Set(values).size, values.length);                //  none twice
+        assert.deepEqual(new Set(values), expected);
+    } finally {
+        consumer.kill('SIGKILL');
+    }
+});
+
+test('kafkajs transactional producer is refused (spec §12.5)', async () => {
+    const { Kafka, logLevel } = kafkajs;
+    const kafka = new Kafka({ clientId: 'kjs-tx', brokers: [B], logLevel: logLevel.NOTHING, retry: { retries: 1 } });
+    const p = kafka.producer({ transactionalId: 'x', idempotent: true, maxInFlightRequests: 1, retry: { retries: 1 } });
+    try {
+        await assert.rejects(async () => {
+            await p.connect();
+            await p.transaction();
+        });
+    } finally {
+        await p.disconnect().catch(() => {});
+    }
+    //  The broker still serves.
+    assert.equal((await kcat(['-L'])).code, 0);
+});
+
+test('a Produce batch with a flipped byte under its CRC gets error 2, nothing stored (spec §12.5)', async () => {
+    await createTopic('kcrc');
+    const req = produceV3({ acks: -1, timeout: 5000,
+        topicData: [{ topic: 'kcrc', partitions: [{ partition: 0, messages: [{ key: 'k', value: 'payload' }] }] }] });
+    const good = frame(0, 3, 21, (await req.encode()).buffer);
+    const bad = Buffer.from(good);
+    bad[bad.length - 3] ^= 0x20;        //  inside the record value, covered by the CRC
+    const r = await raw([bad, good], 2);
+    assert.deepEqual(r.frames.map((f) => produceAnswer(f, 'kcrc')),
+        [{ corr: 21, error: 2, base: -1 }, { corr: 21, error: 0, base: 0 }]);
+    const out = await kcat(['-C', '-t', 'kcrc', '-o', 'beginning', '-e', '-f', '%s\n']);
+    assert.equal(out.out, 'payload\n');
 });

@@ -150,6 +150,48 @@ test('a configuration change on B is seen by the next push on A at once', async 
     assert.equal(out.trim(), 'false,true');
 });
 
+test('a consumer group sought or deleted travels as its own GROUP hint', async () => {
+    const { A, B } = brokers;
+    const Q = 'mesh-group', G = 'mesh-g';
+    await configureQueue(A.url, Q);
+    await pushItems(A.url, [{ queue: Q, payload: 'once' }], { queued: true });
+    const path = `/api/v1/pop/queue/${Q}?consumerGroup=${G}&autoAck=true`;
+    const first = await http(`${B.url}${path}&wait=false`);
+    assert.equal(first.status, 200, first.raw);
+    assert.deepEqual(first.body.messages.map((m) => m.data), ['once']);
+    const groupsOnB = (await mesh(B)).hints.receivedByType.group;
+    const committedOnB = (await mesh(B)).hints.receivedByType.committed;
+    //  B parks the group's next pop: the group has consumed everything.
+    const lp = http(`${B.url}${path}&wait=true&timeout=20000`, { timeoutMs: 60000 })
+        .then((res) => ({ ...res, at: Date.now() }));
+    await waitFor(async () => (await parked(B.url)) === 1, 10000, 20);
+    //  A seeks the group back to the start: the message is the group's
+    //  again, and B's parked pop gets it at once.
+    const sought = await http(`${A.url}/api/v1/consumer-groups/${G}/queues/${Q}/seek`,
+                              { method: 'POST', body: { timestamp: '2000-01-01T00:00:00Z' } });
+    assert.equal(sought.status, 200, sought.raw);
+    const at = Date.now();
+    const res = await lp;
+    assert.equal(res.status, 200, res.raw);
+    assert.deepEqual(res.body.messages.map((m) => m.data), ['once']);
+    assert.ok(res.at - at < WAKE_BOUND_MS, `woken ${res.at - at} ms after the seek`);
+    //  B counted a GROUP hint, not only a committed one.
+    await waitFor(async () => (await mesh(B)).hints.receivedByType.group === groupsOnB + 1, 5000, 50);
+    assert.ok((await mesh(B)).hints.receivedByType.committed >= committedOnB);
+    //  A deletion on B reaches A as a GROUP hint too.
+    const groupsOnA = (await mesh(A)).hints.receivedByType.group;
+    const del = await http(`${B.url}/api/v1/consumer-groups/${G}/queues/${Q}`, { method: 'DELETE' });
+    assert.equal(del.status, 200, del.raw);
+    await waitFor(async () => (await mesh(A)).hints.receivedByType.group === groupsOnA + 1, 5000, 50);
+    const prom = await http(`${A.url}/metrics/prometheus`);
+    const m = /^queen_mesh_hints_received_by_type_total\{type="group"\} (\d+)$/m.exec(prom.raw);
+    assert.ok(m && Number(m[1]) >= 1, 'no group hints in /metrics/prometheus');
+    assert.match(prom.raw, new RegExp(`^queen_mesh_peer_up\\{peer="${B.meshId}"\\} 1$`, 'm'));
+    assert.match(prom.raw, /^queen_mesh_hints_sent_total [1-9]\d*$/m);
+    assert.match(prom.raw, /^queen_mesh_frames_dropped_total 0$/m);
+    assert.match(prom.raw, new RegExp(`^queen_mesh_peer_hints_received_total\\{peer="${B.meshId}"\\} [1-9]\\d*$`, 'm'));
+});
+
 test('a broker frozen with SIGSTOP is dropped, then catches up after SIGCONT', async () => {
     const { A, B, C } = brokers;
     const staleBefore = (await mesh(B)).staleMarks;

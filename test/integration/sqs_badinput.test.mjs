@@ -128,6 +128,18 @@ test('authentication: missing, malformed, unknown key, bad signature, tampered b
     xmlError(await signedPost(E, body, { headers: FORM, akid: 'AKIDNOBODY' }), 403, 'InvalidClientTokenId');
     xmlError(await signedPost(E, body, { headers: FORM, secret: 'wrong' }), 403, 'SignatureDoesNotMatch');
     xmlError(await signedPost(E, body, { headers: FORM, date: new Date(Date.now() - 16 * 60 * 1000) }), 400, 'RequestExpired');
+    //  Without X-Amz-Date the HTTP Date header is the request time (§3.3).
+    const byDate = await signedPost(E, body, { headers: FORM, httpDate: true });
+    assert.equal(byDate.status, 200, byDate.text);
+    xmlError(await signedPost(E, body, { headers: FORM, httpDate: true, date: new Date(Date.now() + 16 * 60 * 1000) }),
+             400, 'RequestExpired');
+    jsonError(await signedPost(E, '{}', { headers: JSON10('ListQueues'), httpDate: true,
+                                          date: new Date(Date.now() - 20 * 60 * 1000) }), 400, 'RequestExpired');
+    xmlError(await signedPost(E, body, { headers: FORM, httpDate: true, secret: 'wrong' }), 403, 'SignatureDoesNotMatch');
+    //  Neither header: refused as an incomplete signature.
+    xmlError(await rawPost(E, body, { ...FORM, host: new URL(E).host,
+        authorization: 'AWS4-HMAC-SHA256 Credential=AKIDEXAMPLE/20260101/us-east-1/sqs/aws4_request, ' +
+                       'SignedHeaders=host, Signature=' + '0'.repeat(64) }), 400, 'IncompleteSignature');
     jsonError(await signedPost(E, '{}', { headers: JSON10('ListQueues'), secret: 'wrong' }), 403, 'SignatureDoesNotMatch');
     //  Signed for one body, sent with another (x-amz-content-sha256 of the first).
     const good = await signedPost(E, body, { headers: FORM });

@@ -55,13 +55,15 @@ function hmac (key, data) {
 }
 
 //  A raw SigV4-signed POST to the SQS door. headers: extra ones (all
-//  signed). Resolves to { status, headers, text }.
+//  signed). httpDate: the request time goes in a signed HTTP `Date`
+//  header instead of X-Amz-Date. Resolves to { status, headers, text }.
 export async function signedPost (endpoint, body, { headers = {}, secret = SECRET, akid = AKID,
-                                                     date = new Date(), path = '/' } = {}) {
+                                                     date = new Date(), path = '/', httpDate = false } = {}) {
     const url = new URL(path, endpoint);
     const amzDate = date.toISOString().replace(/[-:]/g, '').replace(/\.\d+/, '');
     const day = amzDate.slice(0, 8);
-    const h = { host: url.host, 'x-amz-date': amzDate, ...Object.fromEntries(
+    const when = httpDate ? { date: date.toUTCString() } : { 'x-amz-date': amzDate };
+    const h = { host: url.host, ...when, ...Object.fromEntries(
         Object.entries(headers).map(([k, v]) => [k.toLowerCase(), v])) };
     const names = Object.keys(h).sort();
     const payloadHash = crypto.createHash('sha256').update(body).digest('hex');

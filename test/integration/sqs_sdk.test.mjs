@@ -13,14 +13,15 @@ import {
     ListQueueTagsCommand,
 } from '@aws-sdk/client-sqs';
 import { Consumer } from 'sqs-consumer';
-import { pushItems, pop, ackBatch, sleep } from './lib.mjs';
+import { pushItems, pop, ackBatch, sleep, configureQueue, psql } from './lib.mjs';
 import { startSqsBroker, sdk } from './sqs_lib.mjs';
 
 let ctx;
 let c;
 
 before(async () => {
-    ctx = await startSqsBroker();
+    //  A payload key: queues with encryptionEnabled seal SQS sends too.
+    ctx = await startSqsBroker({ QUEEN_ENCRYPTION_KEY: crypto.randomBytes(32).toString('hex') });
     c = sdk(ctx.endpoint);
 });
 after(async () => { await ctx?.broker.stop(); });
@@ -116,28 +117,62 @@ test('SDK v3: FIFO with two groups, explicit dedup ids, visibility batch', async
     assert.equal(dup.MessageId, sent['g1-0'].MessageId);
     await assert.rejects(c.send(new SendMessageCommand({ QueueUrl, MessageBody: 'x', MessageGroupId: 'g1' })),
                          (x) => x.name === 'InvalidParameterValue' || x.Code === 'InvalidParameterValue');
-    //  Each group delivers in send order, one message at a time.
+    //  One receive of 10 returns each group's messages in send order (§14.3).
+    const r = await c.send(new ReceiveMessageCommand({ QueueUrl, MaxNumberOfMessages: 10, WaitTimeSeconds: 2,
+                                                      MessageSystemAttributeNames: ['All'] }));
+    assert.equal(r.Messages.length, 6);
     const seen = { g1: [], g2: [] };
-    for (let round = 0; round < 3; round++) {
-        const r = await c.send(new ReceiveMessageCommand({ QueueUrl, MaxNumberOfMessages: 10, WaitTimeSeconds: 2,
-                                                          MessageSystemAttributeNames: ['All'] }));
-        assert.equal(r.Messages.length, 2, `round ${round}`);
-        for (const m of r.Messages)
-            seen[m.Attributes.MessageGroupId].push(m.Body);
-        //  while in flight, nothing more from these groups
-        const none = await c.send(new ReceiveMessageCommand({ QueueUrl, MaxNumberOfMessages: 10 }));
-        assert.equal(none.Messages, undefined);
-        const v = await c.send(new ChangeMessageVisibilityBatchCommand({ QueueUrl,
-            Entries: r.Messages.map((m, i) => ({ Id: `v${i}`, ReceiptHandle: m.ReceiptHandle, VisibilityTimeout: 30 })) }));
-        assert.equal(v.Successful.length, 2);
-        await c.send(new DeleteMessageBatchCommand({ QueueUrl,
-            Entries: r.Messages.map((m, i) => ({ Id: `d${i}`, ReceiptHandle: m.ReceiptHandle })) }));
-    }
+    for (const m of r.Messages)
+        seen[m.Attributes.MessageGroupId].push(m.Body);
+    //  while in flight, nothing more from these groups, not even a new message
+    await c.send(new SendMessageCommand({ QueueUrl, MessageBody: 'g1-3', MessageGroupId: 'g1', MessageDeduplicationId: 'g1-3' }));
+    const none = await c.send(new ReceiveMessageCommand({ QueueUrl, MaxNumberOfMessages: 10, WaitTimeSeconds: 1 }));
+    assert.equal(none.Messages, undefined);
+    const v = await c.send(new ChangeMessageVisibilityBatchCommand({ QueueUrl,
+        Entries: r.Messages.map((m, i) => ({ Id: `v${i}`, ReceiptHandle: m.ReceiptHandle, VisibilityTimeout: 30 })) }));
+    assert.equal(v.Successful.length, 6);
+    const d = await c.send(new DeleteMessageBatchCommand({ QueueUrl,
+        Entries: r.Messages.map((m, i) => ({ Id: `d${i}`, ReceiptHandle: m.ReceiptHandle })) }));
+    assert.equal(d.Successful.length, 6);
+    //  both groups free again: only the new g1 message is left
+    const last = await c.send(new ReceiveMessageCommand({ QueueUrl, MaxNumberOfMessages: 10, WaitTimeSeconds: 2 }));
+    assert.deepEqual(last.Messages.map((m) => m.Body), ['g1-3']);
+    await c.send(new DeleteMessageCommand({ QueueUrl, ReceiptHandle: last.Messages[0].ReceiptHandle }));
     assert.deepEqual(seen, { g1: ['g1-0', 'g1-1', 'g1-2'], g2: ['g2-0', 'g2-1', 'g2-2'] });
     //  The dedup window outlives the deleted original.
     const again = await c.send(new SendMessageCommand({ QueueUrl, MessageBody: 'again', MessageGroupId: 'g2',
                                                          MessageDeduplicationId: 'g2-1' }));
     assert.equal(again.MessageId, sent['g2-1'].MessageId);
+});
+
+test('SDK v3: a redrive target must exist and be of the same type', async () => {
+    const policy = (target) => JSON.stringify({ deadLetterTargetArn: `arn:aws:sqs:us-east-1:000000000000:${target}`,
+                                                maxReceiveCount: 3 });
+    const refused = (name, why) => (x) => {
+        assert.equal(x.Code, 'InvalidParameterValue', `${name}: ${x.Code} ${x.message}`);
+        assert.equal(x.$metadata.httpStatusCode, 400);
+        assert.match(x.message, why);
+        return true;
+    };
+    await assert.rejects(c.send(new CreateQueueCommand({ QueueName: 'rd-src', Attributes: { RedrivePolicy: policy('rd-none') } })),
+                         refused('create, missing target', /does not exist/));
+    await assert.rejects(c.send(new GetQueueUrlCommand({ QueueName: 'rd-src' })), (x) => x.name === 'QueueDoesNotExist');
+    const { QueueUrl: fifoDlq } = await c.send(new CreateQueueCommand({ QueueName: 'rd-dlq.fifo', Attributes: { FifoQueue: 'true' } }));
+    await c.send(new CreateQueueCommand({ QueueName: 'rd-dlq' }));
+    await assert.rejects(c.send(new CreateQueueCommand({ QueueName: 'rd-src', Attributes: { RedrivePolicy: policy('rd-dlq.fifo') } })),
+                         refused('create, FIFO target of a standard queue', /same type/));
+    const { QueueUrl: fifoSrc } = await c.send(new CreateQueueCommand({ QueueName: 'rd-src.fifo', Attributes: { FifoQueue: 'true' } }));
+    await assert.rejects(c.send(new SetQueueAttributesCommand({ QueueUrl: fifoSrc, Attributes: { RedrivePolicy: policy('rd-dlq') } })),
+                         refused('set, standard target of a FIFO queue', /same type/));
+    await assert.rejects(c.send(new SetQueueAttributesCommand({ QueueUrl: fifoSrc, Attributes: {
+        RedrivePolicy: JSON.stringify({ deadLetterTargetArn: 'arn:aws:sqs:us-east-1:000000000000:rd-dlq.fifo', maxReceiveCount: 0 }) } })),
+                         refused('set, maxReceiveCount 0', /maxReceiveCount/));
+    await c.send(new SetQueueAttributesCommand({ QueueUrl: fifoSrc, Attributes: { RedrivePolicy: policy('rd-dlq.fifo') } }));
+    const a = await c.send(new GetQueueAttributesCommand({ QueueUrl: fifoSrc, AttributeNames: ['RedrivePolicy'] }));
+    assert.equal(JSON.parse(a.Attributes.RedrivePolicy).deadLetterTargetArn, 'arn:aws:sqs:us-east-1:000000000000:rd-dlq.fifo');
+    const { QueueUrl: src } = await c.send(new CreateQueueCommand({ QueueName: 'rd-src', Attributes: { RedrivePolicy: policy('rd-dlq') } }));
+    assert.ok(src.endsWith('/rd-src'));
+    assert.ok(fifoDlq);
 });
 
 test('sqs-consumer 14: failed messages come back after visibility, then go to the DLQ', async () => {
@@ -185,6 +220,140 @@ test('sqs-consumer 14: failed messages come back after visibility, then go to th
     const a = await c.send(new GetQueueAttributesCommand({ QueueUrl,
         AttributeNames: ['ApproximateNumberOfMessages', 'ApproximateNumberOfMessagesNotVisible'] }));
     assert.deepEqual(a.Attributes, { ApproximateNumberOfMessages: '0', ApproximateNumberOfMessagesNotVisible: '0' });
+});
+
+//  §14.4: handleMessageBatch (DeleteMessageBatch) and
+//  terminateVisibilityTimeout (ChangeMessageVisibilityBatch to 0): a failed
+//  batch is receivable at once, long before its 60 s visibility ends.
+test('sqs-consumer 14: handleMessageBatch with terminateVisibilityTimeout', async () => {
+    const { QueueUrl } = await c.send(new CreateQueueCommand({ QueueName: 'sc2', Attributes: { VisibilityTimeout: '60' } }));
+    await c.send(new SendMessageBatchCommand({ QueueUrl,
+        Entries: [...Array(10).keys()].map((i) => ({ Id: 'm' + i, MessageBody: 'body' + i })) }));
+    const got = new Set();
+    let failures = 0;
+    let batches = 0;
+    const consumer = Consumer.create({
+        queueUrl: QueueUrl, sqs: c, batchSize: 10, waitTimeSeconds: 1, terminateVisibilityTimeout: true,
+        messageSystemAttributeNames: ['All'],
+        handleMessageBatch: async (ms) => {
+            batches++;
+            if (ms.some((m) => m.Body === 'body3') && failures++ === 0)
+                throw new Error('fail the batch once');
+            for (const m of ms)
+                got.add(m.Body);
+            return ms;
+        },
+    });
+    const errors = [];
+    consumer.on('error', (e) => errors.push(e.message));
+    consumer.start();
+    for (let t = 0; t < 80 && got.size < 10; t++)
+        await sleep(250);
+    consumer.stop();
+    await sleep(1500);
+    //  sqs-consumer reports a failed batch handler as an 'error' event;
+    //  nothing else (a refused delete or visibility change) may appear
+    assert.equal(errors.length, 1, JSON.stringify(errors));
+    assert.match(errors[0], /fail the batch once/);
+    assert.equal(failures, 2, 'the batch with body3 failed once, then came back at once');
+    assert.equal(got.size, 10, JSON.stringify([...got]));
+    assert.ok(batches >= 2);
+    const a = await c.send(new GetQueueAttributesCommand({ QueueUrl,
+        AttributeNames: ['ApproximateNumberOfMessages', 'ApproximateNumberOfMessagesNotVisible'] }));
+    assert.deepEqual(a.Attributes, { ApproximateNumberOfMessages: '0', ApproximateNumberOfMessagesNotVisible: '0' });
+});
+
+//  Pops every message of a queue over HTTP (acking them); each answer's
+//  body must be valid JSON as it arrives.
+async function popAll (url, queue, want) {
+    const got = [];
+    for (let t = 0; t < 60 && got.length < want; t++) {
+        const res = await pop(url, queue, { batch: 10, partitions: 10 });
+        if (!res.messages.length)
+            continue;
+        assert.doesNotThrow(() => JSON.parse(res.raw), `pop answer is not JSON: ${res.raw.slice(0, 500)}`);
+        got.push(...res.messages);
+        await ackBatch(url, res.messages.map((m) => ({ transactionId: m.transactionId, partitionId: m.partitionId,
+                                                       leaseId: m.leaseId, status: 'completed' })), { success: true });
+    }
+    return got;
+}
+
+//  Bodies of every kind: text that is not JSON, JSON text, both edge forms.
+const BODIES = ['plain text', 'tab\tquotes " backslash \\ <xml a="1"/> & \r\n lines ✓ 😀', '{"a":1}', '[1, 2]', '42',
+                '{"a":', '"quoted"', 'true', ' {"spaced": true} '];
+const asHttpData = (b) => { try { return JSON.parse(b); } catch { return b; } };
+
+test('bodies that are not JSON: a JSON string over HTTP, unchanged over SQS; HTTP payloads over SQS', async () => {
+    const url = ctx.broker.url;
+    //  SQS in -> HTTP out: every answer valid JSON; non-JSON bodies are strings
+    const { QueueUrl: Q1 } = await c.send(new CreateQueueCommand({ QueueName: 'nj1' }));
+    for (const b of BODIES)
+        await c.send(new SendMessageCommand({ QueueUrl: Q1, MessageBody: b }));
+    const viaHttp = await popAll(url, 'nj1', BODIES.length);
+    assert.equal(viaHttp.length, BODIES.length);
+    const key = (v) => JSON.stringify(v);
+    assert.deepEqual(viaHttp.map((m) => key(m.data)).sort(), BODIES.map((b) => key(asHttpData(b))).sort());
+    assert.ok(viaHttp.some((m) => m.data === 'plain text'));
+    assert.ok(viaHttp.some((m) => m.data === '{"a":'));
+    //  SQS in -> SQS out: the exact bodies (the SDK checks MD5OfBody)
+    const { QueueUrl: Q2 } = await c.send(new CreateQueueCommand({ QueueName: 'nj2' }));
+    await c.send(new SendMessageBatchCommand({ QueueUrl: Q2, Entries: BODIES.map((b, i) => ({ Id: `b${i}`, MessageBody: b })) }));
+    const viaSqs = [];
+    for (let t = 0; t < 30 && viaSqs.length < BODIES.length; t++) {
+        const r = await c.send(new ReceiveMessageCommand({ QueueUrl: Q2, MaxNumberOfMessages: 10, WaitTimeSeconds: 1 }));
+        viaSqs.push(...(r.Messages ?? []).map((m) => m.Body));
+    }
+    assert.deepEqual(viaSqs.sort(), [...BODIES].sort());
+    //  HTTP in -> SQS out: the stored JSON text
+    const { QueueUrl: Q3 } = await c.send(new CreateQueueCommand({ QueueName: 'nj3' }));
+    const payloads = ['just a string', { k: 1, s: 'x' }, [true, null], 7];
+    await pushItems(url, payloads.map((payload) => ({ queue: 'nj3', payload })), { queued: true });
+    const fromHttp = [];
+    //  one partition (Default): one message a receive, the next once it is deleted
+    for (let t = 0; t < 30 && fromHttp.length < payloads.length; t++) {
+        const r = await c.send(new ReceiveMessageCommand({ QueueUrl: Q3, MaxNumberOfMessages: 10, WaitTimeSeconds: 1 }));
+        for (const m of r.Messages ?? []) {
+            fromHttp.push(m.Body);
+            await c.send(new DeleteMessageCommand({ QueueUrl: Q3, ReceiptHandle: m.ReceiptHandle }));
+        }
+    }
+    assert.deepEqual(fromHttp.sort(), payloads.map((p) => JSON.stringify(p)).sort());
+});
+
+test('encryptionEnabled: SQS sends are stored sealed; HTTP pop and SQS receive read plaintext', async () => {
+    const url = ctx.broker.url;
+    const { QueueUrl } = await c.send(new CreateQueueCommand({ QueueName: 'sealed' }));
+    await configureQueue(url, 'sealed', { encryptionEnabled: true });
+    const secret = ['top secret text', '{"x":"classified"}'];
+    const sent = [];
+    for (let round = 0; round < 2; round++)
+        for (const b of secret)
+            sent.push(await c.send(new SendMessageCommand({ QueueUrl, MessageBody: b })));
+    assert.equal(sent.length, 4);
+    //  at rest: sealed envelopes, no plaintext
+    const rows = (await psql(`SELECT m.is_encrypted, convert_from(m.payload, 'UTF8') FROM queen.messages m
+                               JOIN queen.partitions p ON p.id = m.partition_id JOIN queen.queues q ON q.id = p.queue_id
+                              WHERE q.name = 'sealed'`, { db: ctx.broker.db })).split('\n');
+    assert.equal(rows.length, 4, rows.join('\n'));
+    for (const row of rows) {
+        assert.ok(row.startsWith('t|{"encrypted":'), row);
+        assert.ok(!row.includes('secret') && !row.includes('classified'), row);
+    }
+    //  SQS receive: the plaintext bodies (MD5OfBody checked by the SDK)
+    const got = [];
+    for (let t = 0; t < 20 && got.length < 2; t++) {
+        const r = await c.send(new ReceiveMessageCommand({ QueueUrl, MaxNumberOfMessages: 2, WaitTimeSeconds: 1 }));
+        for (const m of r.Messages ?? []) {
+            got.push(m.Body);
+            await c.send(new DeleteMessageCommand({ QueueUrl, ReceiptHandle: m.ReceiptHandle }));
+        }
+    }
+    assert.deepEqual(got.sort(), [...secret].sort());
+    //  HTTP pop: the other two, plaintext, valid JSON
+    const viaHttp = await popAll(url, 'sealed', 2);
+    assert.deepEqual(viaHttp.map((m) => JSON.stringify(m.data)).sort(),
+                     [JSON.stringify('top secret text'), JSON.stringify({ x: 'classified' })].sort());
 });
 
 test('cross-protocol: SQS in -> HTTP pop out, HTTP push in -> SQS receive out, then both at once', async () => {

@@ -65,8 +65,24 @@ s_call (world_t *w, const char *op, const char *name, const char *body, int64_t 
     msgpack_sbuffer sb;
     msgpack_sbuffer_init (&sb);
     qn_msg_eph_call_t m = {
-        { op, strlen (op) }, { name, strlen (name) }, { body, strlen (body) },
-        { query, strlen (query) }, timeout
+        .op = { op, strlen (op) }, .name = { name, strlen (name) }, .body = { body, strlen (body) },
+        .query = { query, strlen (query) }, .timeout_ms = timeout
+    };
+    qn_msg_eph_call_encode (&sb, &m);
+    assert_int_equal (qn_fake_deliver (w->fake, "ephemeral", QN_MSG_EPH_CALL, sb.data, sb.size, NULL, 0), 0);
+    msgpack_sbuffer_destroy (&sb);
+}
+
+//  A call with a tenant and a receive's max.
+static void
+s_call_ex (world_t *w, const char *op, const char *name, const char *body, int64_t timeout,
+           int64_t max, const char *tenant)
+{
+    msgpack_sbuffer sb;
+    msgpack_sbuffer_init (&sb);
+    qn_msg_eph_call_t m = {
+        .op = { op, strlen (op) }, .name = { name, strlen (name) }, .body = { body, strlen (body) },
+        .tenant = { tenant, strlen (tenant) }, .timeout_ms = timeout, .max = max
     };
     qn_msg_eph_call_encode (&sb, &m);
     assert_int_equal (qn_fake_deliver (w->fake, "ephemeral", QN_MSG_EPH_CALL, sb.data, sb.size, NULL, 0), 0);
@@ -152,7 +168,10 @@ test_waiting_consumer_first (void **state)
     char json [1024];
     s_call (w, "receive", "jobs", "", 5000, "");
     assert_true (s_no_answer (w));
-    //  It tells the peers (WANT) that one consumer waits here.
+    //  It tells the peers (WANT) that one consumer waits here, at the end
+    //  of this pass of the actor's loop (a 0 ms timer).
+    assert_true (qn_fake_next (w->fake, QN_MSG_MESH_EPH) < 0);
+    qn_fake_advance (w->fake, 0);
     assert_true (qn_fake_next (w->fake, QN_MSG_MESH_EPH) >= 0);
     s_call (w, "send", "jobs", "{\"payload\":{\"a\":1}}", 0, "");
     assert_int_equal (s_answer (w, json, sizeof json), 200);
@@ -200,6 +219,117 @@ test_request_timeout_and_reply (void **state)
     assert_int_equal (qn_msg_eph_peer_decode (m->body.data, m->body.len, &op), 0);
     assert_int_equal (op.kind, QN_EPH_REPLY);
     assert_int_equal (op.to.len, 13);
+}
+
+static void
+test_batch_receive_and_reply (void **state)
+{
+    world_t *w = *state;
+    char json [2048];
+    //  Buffered messages: a receive with max takes up to max of them.
+    for (int i = 1; i <= 3; i++) {
+        char body [32];
+        snprintf (body, sizeof body, "{\"payload\":%d}", i);
+        s_call (w, "send", "b", body, 0, "");
+        assert_int_equal (s_answer (w, json, sizeof json), 201);
+    }
+    s_call_ex (w, "receive", "b", "", 0, 2, "");
+    assert_int_equal (s_answer (w, json, sizeof json), 200);
+    assert_string_equal (json, "{\"messages\":[{\"id\":1,\"payload\":1},{\"id\":2,\"payload\":2}]}");
+    s_call_ex (w, "receive", "b", "", 0, 5, "");
+    assert_int_equal (s_answer (w, json, sizeof json), 200);
+    assert_string_equal (json, "{\"messages\":[{\"id\":3,\"payload\":3}]}");
+    s_call_ex (w, "receive", "b", "", 0, 1001, "");
+    assert_int_equal (s_answer (w, json, sizeof json), 400);
+    //  A waiting receive with max collects what arrives in one pass of
+    //  the loop and answers at its end.
+    s_call_ex (w, "receive", "b", "", 5000, 3, "");
+    s_call (w, "send", "b", "{\"payload\":4}", 0, "");
+    s_call (w, "send", "b", "{\"payload\":5}", 0, "");
+    assert_int_equal (s_answer (w, json, sizeof json), 201);
+    assert_string_equal (json, "{\"status\":\"delivered\"}");
+    assert_int_equal (s_answer (w, json, sizeof json), 201);
+    assert_true (s_no_answer (w));
+    qn_fake_advance (w->fake, 0);
+    assert_int_equal (s_answer (w, json, sizeof json), 200);
+    assert_string_equal (json, "{\"messages\":[{\"id\":4,\"payload\":4},{\"id\":5,\"payload\":5}]}");
+    //  Full at max: it takes no more; the next message is buffered.
+    s_call_ex (w, "receive", "b", "", 5000, 1, "");
+    s_call (w, "send", "b", "{\"payload\":6}", 0, "");
+    s_call (w, "send", "b", "{\"payload\":7}", 0, "");
+    assert_int_equal (s_answer (w, json, sizeof json), 201);
+    assert_int_equal (s_answer (w, json, sizeof json), 201);
+    assert_string_equal (json, "{\"status\":\"queued\"}");
+    qn_fake_advance (w->fake, 0);
+    assert_int_equal (s_answer (w, json, sizeof json), 200);
+    assert_string_equal (json, "{\"messages\":[{\"id\":6,\"payload\":6}]}");
+    //  Two requests answered by one batch reply; a third reply has no
+    //  requester, a fourth is malformed.
+    s_call_ex (w, "receive", "b", "", 0, 10, "");
+    assert_int_equal (s_answer (w, json, sizeof json), 200);
+    s_call (w, "request", "b", "{\"payload\":\"x\",\"correlationId\":\"k1\"}", 0, "");
+    s_call (w, "request", "b", "{\"payload\":\"y\",\"correlationId\":\"k2\"}", 0, "");
+    assert_true (s_no_answer (w));
+    s_call (w, "reply", "",
+            "{\"replies\":[{\"replyTo\":\"2@127.0.0.1:7000\",\"correlationId\":\"k2\",\"payload\":2},"
+            "{\"replyTo\":\"1@127.0.0.1:7000\",\"correlationId\":\"k1\",\"payload\":1},"
+            "{\"replyTo\":\"9@127.0.0.1:7000\",\"correlationId\":\"k9\",\"payload\":9},"
+            "{\"replyTo\":\"nowhere\",\"correlationId\":\"k9\",\"payload\":9}]}", 0, "");
+    assert_int_equal (s_answer (w, json, sizeof json), 200);
+    assert_string_equal (json, "{\"correlationId\":\"k2\",\"payload\":2}");
+    assert_int_equal (s_answer (w, json, sizeof json), 200);
+    assert_string_equal (json, "{\"correlationId\":\"k1\",\"payload\":1}");
+    assert_int_equal (s_answer (w, json, sizeof json), 202);
+    assert_string_equal (json, "{\"delivered\":2,\"forwarded\":0,\"missing\":1,\"invalid\":1}");
+    s_call (w, "reply", "", "{\"replies\":{}}", 0, "");
+    assert_int_equal (s_answer (w, json, sizeof json), 400);
+    s_call (w, "reply", "", "{\"replies\":[1]}", 0, "");
+    assert_int_equal (s_answer (w, json, sizeof json), 400);
+}
+
+static void
+test_names_per_tenant (void **state)
+{
+    world_t *w = *state;
+    char json [1024];
+    //  Tenant ta's "jobs" is not tb's, nor the default tenant's.
+    s_call_ex (w, "send", "jobs", "{\"payload\":\"a\"}", 0, 0, "ta");
+    assert_int_equal (s_answer (w, json, sizeof json), 201);
+    s_call_ex (w, "receive", "jobs", "", 0, 0, "tb");
+    assert_int_equal (s_answer (w, json, sizeof json), 204);
+    s_call_ex (w, "receive", "jobs", "", 0, 0, "");
+    assert_int_equal (s_answer (w, json, sizeof json), 204);
+    s_call_ex (w, "configure", "jobs", "{}", 0, 0, "ta");
+    assert_int_equal (s_answer (w, json, sizeof json), 200);
+    assert_non_null (strstr (json, "\"queue\":\"jobs\",") );
+    assert_non_null (strstr (json, "\"buffered\":1"));
+    s_call_ex (w, "receive", "jobs", "", 0, 0, "ta");
+    assert_int_equal (s_answer (w, json, sizeof json), 200);
+    assert_non_null (strstr (json, "\"payload\":\"a\""));
+    //  What travels to the peers names the tenant: a WANT for ta's "q".
+    qn_fake_clear (w->fake);
+    s_call_ex (w, "receive", "q", "", 5000, 0, "ta");
+    qn_fake_advance (w->fake, 0);
+    int i = qn_fake_next (w->fake, QN_MSG_MESH_EPH);
+    assert_true (i >= 0);
+    qn_msg_eph_peer_t op;
+    const qn_fake_msg_t *m = qn_fake_msg (w->fake, (size_t) i);
+    assert_int_equal (qn_msg_eph_peer_decode (m->body.data, m->body.len, &op), 0);
+    assert_int_equal (op.kind, QN_EPH_WANT);
+    assert_int_equal (op.name.len, 5);
+    assert_memory_equal (op.name.ptr, "\x1fta\x1fq", 5);
+    //  A client name cannot spell another tenant's key.
+    s_call_ex (w, "send", "\x1fta\x1fq", "{\"payload\":1}", 0, 0, "");
+    assert_int_equal (s_answer (w, json, sizeof json), 400);
+    //  Only the requester's tenant may answer it.
+    s_call_ex (w, "request", "rpc", "{\"payload\":1,\"correlationId\":\"k\"}", 0, 0, "ta");
+    const char *reply = "{\"replyTo\":\"1@127.0.0.1:7000\",\"correlationId\":\"k\",\"payload\":2}";
+    s_call_ex (w, "reply", "", reply, 0, 0, "tb");
+    assert_int_equal (s_answer (w, json, sizeof json), 404);
+    s_call_ex (w, "reply", "", reply, 0, 0, "ta");
+    assert_int_equal (s_answer (w, json, sizeof json), 200);
+    assert_string_equal (json, "{\"correlationId\":\"k\",\"payload\":2}");
+    assert_int_equal (s_answer (w, json, sizeof json), 202);
 }
 
 static void
@@ -266,6 +396,8 @@ main (void)
         cmocka_unit_test_setup_teardown (test_waiting_consumer_first, s_setup, s_teardown),
         cmocka_unit_test_setup_teardown (test_request_timeout_and_reply, s_setup, s_teardown),
         cmocka_unit_test_setup_teardown (test_offer_to_a_peer, s_setup, s_teardown),
+        cmocka_unit_test_setup_teardown (test_batch_receive_and_reply, s_setup, s_teardown),
+        cmocka_unit_test_setup_teardown (test_names_per_tenant, s_setup, s_teardown),
         cmocka_unit_test_setup_teardown (test_presence_expiry, s_setup, s_teardown),
     };
     return cmocka_run_group_tests (tests, NULL, NULL);

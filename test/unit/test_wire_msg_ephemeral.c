@@ -20,7 +20,10 @@ test_call (void **state)
     (void) state;
     msgpack_sbuffer sb;
     msgpack_sbuffer_init (&sb);
-    qn_msg_eph_call_t in = { S ("send"), S ("jobs"), S ("{\"payload\":1}"), S ("timeout=5"), 5000 }, out;
+    qn_msg_eph_call_t in = {
+        .op = S ("send"), .name = S ("jobs"), .body = S ("{\"payload\":1}"), .query = S ("timeout=5"),
+        .tenant = S ("acme"), .timeout_ms = 5000, .max = 32
+    }, out;
     qn_msg_eph_call_encode (&sb, &in);
     assert_int_equal (qn_msg_eph_call_decode (sb.data, sb.size, &out), 0);
     assert_int_equal (out.op.len, 4);
@@ -28,6 +31,9 @@ test_call (void **state)
     assert_int_equal (out.body.len, 13);
     assert_int_equal (out.query.len, 9);
     assert_int_equal (out.timeout_ms, 5000);
+    assert_int_equal (out.max, 32);
+    assert_int_equal (out.tenant.len, 4);
+    assert_memory_equal (out.tenant.ptr, "acme", 4);
     for (size_t cut = 0; cut < sb.size; cut++)
         assert_int_equal (qn_msg_eph_call_decode (sb.data, cut, &out), -1);
     msgpack_sbuffer_destroy (&sb);

@@ -1,5 +1,5 @@
 /*  test/unit/test_wire_msg_mesh.c - the mesh's inner message bodies
-    (wire/msg_mesh.c): qconf and status round trips, truncations refused.
+    (wire/msg_mesh.c): qconf, group and status round trips, truncations refused.
 */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -33,6 +33,31 @@ test_qconf (void **state)
 }
 
 static void
+test_group (void **state)
+{
+    (void) state;
+    msgpack_sbuffer sb;
+    msgpack_sbuffer_init (&sb);
+    qn_msg_mesh_group_t in = { "acme", 4, "orders", 6, "billing", 7, 2 }, out;
+    qn_msg_mesh_group_encode (&sb, &in);
+    assert_int_equal (qn_msg_mesh_group_decode (sb.data, sb.size, &out), 0);
+    assert_int_equal (out.tenant_len, 4);
+    assert_memory_equal (out.tenant, "acme", 4);
+    assert_int_equal (out.queue_len, 6);
+    assert_memory_equal (out.queue, "orders", 6);
+    assert_int_equal (out.group_len, 7);
+    assert_memory_equal (out.group, "billing", 7);
+    assert_int_equal (out.what, 2);
+    for (size_t cut = 0; cut < sb.size; cut++)
+        assert_int_equal (qn_msg_mesh_group_decode (sb.data, cut, &out), -1);
+    msgpack_sbuffer_clear (&sb);
+    qn_msg_mesh_qconf_t q = { "acme", 4, "orders", 6 };
+    qn_msg_mesh_qconf_encode (&sb, &q);
+    assert_int_equal (qn_msg_mesh_group_decode (sb.data, sb.size, &out), -1);
+    msgpack_sbuffer_destroy (&sb);
+}
+
+static void
 test_status (void **state)
 {
     (void) state;
@@ -54,6 +79,7 @@ main (void)
     const struct CMUnitTest tests [] = {
         cmocka_unit_test (test_qconf),
         cmocka_unit_test (test_status),
+        cmocka_unit_test (test_group),
     };
     return cmocka_run_group_tests (tests, NULL, NULL);
 }

@@ -227,6 +227,38 @@ test_parse_refuses (void **state)
     assert_false (qn_sigv4_equal ("abc", "abc"));       //  Only full signatures compare equal
 }
 
+//  Request time: X-Amz-Date first, else the HTTP Date header (spec §3.3).
+static void
+test_request_time (void **state)
+{
+    (void) state;
+    char out [17];
+    const char *x = "20261130T100940Z";
+    assert_int_equal (qn_sigv4_request_time (x, 16, NULL, 0, out), 1796033380);
+    assert_string_equal (out, x);
+    const char *d = "Mon, 30 Nov 2026 10:09:40 GMT";
+    assert_int_equal (qn_sigv4_request_time (NULL, 0, d, strlen (d), out), 1796033380);
+    assert_string_equal (out, x);
+    //  X-Amz-Date wins over Date
+    assert_int_equal (qn_sigv4_request_time ("20150830T123600Z", 16, d, strlen (d), out), 1440938160);
+    assert_string_equal (out, "20150830T123600Z");
+    const char *leap = "Thu, 29 Feb 2024 23:59:59 GMT";
+    assert_int_equal (qn_sigv4_request_time (NULL, 0, leap, strlen (leap), out), 1709251199);
+    assert_string_equal (out, "20240229T235959Z");
+    //  refused: malformed X-Amz-Date (Date not tried), bad Date forms, none
+    assert_int_equal (qn_sigv4_request_time ("20261130 100940Z", 16, d, strlen (d), out), -1);
+    assert_int_equal (qn_sigv4_request_time ("20261330T100940Z", 16, NULL, 0, out), -1);
+    assert_int_equal (qn_sigv4_request_time ("20261130T100940", 15, NULL, 0, out), -1);
+    const char *bad [] = {
+        "Mon, 30 Nov 2026 10:09:40 UTC", "Mon, 30 Foo 2026 10:09:40 GMT", "Mon, 31 Nov 2026 10:09:40 GMT",
+        "Mon, 30 Nov 2026 24:09:40 GMT", "Mon 30 Nov 2026 10:09:40 GMT ", "Fri, 29 Feb 2026 10:09:40 GMT",
+        "Mon, 30 Nov 2026 10:09:4x GMT", "Monday, 30-Nov-26 10:09:40 GMT", ""
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad [0]; i++)
+        assert_int_equal (qn_sigv4_request_time (NULL, 0, bad [i], strlen (bad [i]), out), -1);
+    assert_int_equal (qn_sigv4_request_time (NULL, 0, NULL, 0, out), -1);
+}
+
 int
 main (void)
 {
@@ -237,6 +269,7 @@ main (void)
         cmocka_unit_test (test_s3_get_object_example),
         cmocka_unit_test (test_sdk_signed_requests),
         cmocka_unit_test (test_parse_refuses),
+        cmocka_unit_test (test_request_time),
     };
     return cmocka_run_group_tests (tests, NULL, NULL);
 }
