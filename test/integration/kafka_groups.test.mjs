@@ -411,7 +411,7 @@ test('kafkajs: the §12.3 script (2-member group, admin fetchOffsets, fetchTopic
     const admin = kafka.admin();
     await admin.connect();
     assert.equal(await admin.createTopics({ topics: [{ topic: 'kt', numPartitions: 3 }] }), true);
-    const p = kafka.producer();
+    const p = kafka.producer({ idempotent: true, maxInFlightRequests: 1 });
     await p.connect();
     const msgs = [...Array(9).keys()].map((i) => ({ key: 'key' + i, value: 'v' + i, headers: { h: 'x' + i } }));
     await p.send({ topic: 'kt', messages: msgs, compression: CompressionTypes.GZIP });
