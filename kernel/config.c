@@ -131,6 +131,9 @@ static const s_setting_t s_settings [] = {
     { "KAFKA_ALLOW_DELETE_TOPICS", S_BOOL, F (kafka_allow_delete_topics), "true", 0, 0, "DeleteTopics deletes queues" },
     { "KAFKA_MAX_REQUEST_BYTES", S_INT, F (kafka_max_request_bytes), "104857600", 1024, 1024LL * MiB, "largest Kafka request frame (the connection is closed beyond)" },
     { "KAFKA_NODE_ID", S_INT, F (kafka_node_id), "1", 0, 2147483647, "broker id in Metadata" },
+    //  Kafka consumer groups (kgroup; docs/kafka.md)
+    { "KAFKA_GROUP_MIN_SESSION_MS", S_INT, F (kafka_group_min_session_ms), "6000", 1, 2147483647, "smallest session timeout a Kafka JoinGroup may ask for (else error 26)" },
+    { "KAFKA_GROUP_MAX_SESSION_MS", S_INT, F (kafka_group_max_session_ms), "1800000", 1, 2147483647, "largest session timeout a Kafka JoinGroup may ask for (else error 26)" },
     //  SQS front door (issue 15, docs/sqs.md)
     { "SQS_PORT", S_INT, F (sqs_port), "9324", 0, 65535, "SQS API listening port (AWS query and JSON 1.0); 0 = off" },
     { "SQS_CREDENTIALS", S_SECRET, F (sqs_credentials), "", 0, 0, "SQS access keys: comma-separated accessKeyId:secretKey pairs, or @path to a file of such lines" },

@@ -120,6 +120,9 @@ typedef struct {
     bool kafka_allow_delete_topics;
     int64_t kafka_max_request_bytes;
     int64_t kafka_node_id;
+    //  Kafka consumer groups (kgroup)
+    int64_t kafka_group_min_session_ms;
+    int64_t kafka_group_max_session_ms;
     //  SQS front door (issue 15)
     int64_t sqs_port;
     char *sqs_credentials;

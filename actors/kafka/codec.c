@@ -19,9 +19,13 @@
     with the QUEEN_ENCRYPTION_KEY ring).
     A Fetch that finds nothing waits up to its max_wait_ms and runs again
     when a "committed" event names one of its topics (an event that came
-    while its statements ran makes it read again first). Every other API of
-    the advertised table, and any key or version outside it, closes the
-    connection (spec §3: what Kafka does for requests it cannot serve).
+    while its statements ran makes it read again first). The group APIs
+    (FindCoordinator for a group, JoinGroup, SyncGroup, Heartbeat,
+    LeaveGroup, OffsetCommit, OffsetFetch) go to the group coordinator
+    (actors/kafka/group.c) on this actor's thread, which answers through
+    s_on_group_answer, at once or later. Any key or version outside the
+    advertised table closes the connection (spec §3: what Kafka does for
+    requests it cannot serve).
     Receives  QN_MSG_KAFKA_REQUEST, QN_MSG_KAFKA_CLOSED from kafka_acceptor;
               PG_RESULT replies; "committed" events
     Sends     QN_MSG_KAFKA_RESPONSE to kafka_acceptor; PG_EXEC to
@@ -32,6 +36,7 @@
               per-partition errors; Metadata: LEADER_NOT_AVAILABLE)
 */
 #include "actors/actors.h"
+#include "actors/kafka/group.h"
 #include "actors/pg/call.h"
 #include "actors/pg/statements.h"
 #include "base/hashmap.h"
@@ -115,6 +120,7 @@ typedef struct {
     qn_crypto_keys_t *ring;     //  Opens payloads of encrypted queues (on first need)
     s_req_t **parked;           //  Fetches waiting for data
     uint32_t parked_len, parked_cap;
+    qn_kgroup_t *group;         //  Owned: the group coordinator (actors/kafka/group.c)
 } self_t;
 
 static void s_start (self_t *self, s_conn_t *c);
@@ -1088,10 +1094,10 @@ s_topics_admin (self_t *self, s_req_t *r)
 // ------------------------------------------------------------------ FindCoordinator / InitProducerId
 
 //  FindCoordinator answers 53 for transaction coordinators (no
-//  transactions, spec §8) and 24 for an empty group id. A group
-//  coordinator is not built yet: a group key closes the connection, like
-//  the group APIs. InitProducerId answers 53 for a transactional id; a
-//  plain idempotent producer (null id) closes (not built).
+//  transactions, spec §8); group keys are the group coordinator's
+//  (actors/kafka/group.c: this broker, or 24 for an empty id) and do not
+//  come here. InitProducerId answers 53 for a transactional id; false:
+//  not answered here (a plain idempotent producer, below).
 static bool
 s_coordinator (self_t *self, s_req_t *r)
 {
@@ -1193,6 +1199,11 @@ s_start (self_t *self, s_conn_t *c)
         s_api_versions (self, r);
         return;
     }
+    //  Group coordinator APIs (actors/kafka/group.c), answered through s_on_group_answer.
+    if (qn_kgroup_owns (key, v, r->body, r->body_len)) {
+        qn_kgroup_request (self->group, r, &r->h, r->body, r->body_len);
+        return;
+    }
     int rc = -1;
     if (qn_kafka_version_ok (key, v)) {
         if (key == QN_KAFKA_METADATA)
@@ -1249,6 +1260,13 @@ s_start (self_t *self, s_conn_t *c)
         s_parts_alloc (r);
         s_parts_run (self, r);
     }
+}
+
+//  The group coordinator's answer of request r (payload NULL: close).
+static void
+s_on_group_answer (void *self_, void *req, qn_buf_t *payload)
+{
+    s_finish (self_, req, payload, payload == NULL);
 }
 
 static int
@@ -1327,6 +1345,7 @@ s_on_stop (void *self_, const qn_env_t *env)
 {
     (void) env;
     self_t *self = self_;
+    qn_kgroup_stop (self->group);
     while (self->parked_len) {
         s_req_t *r = self->parked [0];
         s_unpark (self, r);
@@ -1354,6 +1373,7 @@ static void
 s_destroy (void **self_p)
 {
     self_t *self = *self_p;
+    qn_kgroup_destroy (&self->group);
     qn_hashmap_each (self->conns, s_free_conn, NULL);
     qn_hashmap_destroy (&self->conns);
     msgpack_sbuffer_destroy (&self->exec);
@@ -1382,6 +1402,7 @@ qn_kafka_codec_new (qn_kernel_t *kernel, const qn_config_t *config)
     self->conns = qn_hashmap_new ();
     msgpack_sbuffer_init (&self->exec);
     msgpack_sbuffer_init (&self->body);
+    self->group = qn_kgroup_new (kernel, config, s_on_group_answer, self);
     qn_actor_def_t def = {
         .name = "kafka", .routes = s_routes, .self = self, .destroy = s_destroy
     };

@@ -172,6 +172,13 @@ static const qn_sql_stmt_t s_stmts [QN_SQL_COUNT_] = {
         "SELECT name FROM queen.sqs_dlq_sources ($1, $2)", 2, { T, T } },
     [QN_SQL_SQS_SWEEP] = { "sqs_sweep",
         "SELECT job, affected FROM queen.sqs_sweep ($1)", 1, { QN_OID_INT4 } },
+    //  Kafka consumer groups (schema/functions/61_kafka_groups.sql, actors/kafka/group.c)
+    [QN_SQL_KAFKA_OFFSET_COMMIT] = { "kafka_offset_commit",
+        "SELECT ord, err FROM queen.kafka_offset_commit ($1, $2, $3, $4, $5, $6)", 6,
+        { T, T, TA, QN_OID_INT4_ARR, QN_OID_INT8_ARR, QN_OID_BYTEA_ARR } },
+    [QN_SQL_KAFKA_OFFSET_FETCH] = { "kafka_offset_fetch",
+        "SELECT topic, kpart, err, koffset, metadata FROM queen.kafka_offset_fetch ($1, $2, $3, $4)", 4,
+        { T, T, TA, QN_OID_INT4_ARR } },
 };
 
 const qn_sql_stmt_t *

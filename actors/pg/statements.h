@@ -67,6 +67,9 @@ typedef enum {
     QN_SQL_SQS_VISIBILITY,
     QN_SQL_SQS_DLQ_SOURCES,
     QN_SQL_SQS_SWEEP,               //  retention actor: SQS upkeep (0011_sqs_sweep.sql)
+    //  Kafka consumer groups (schema/functions/61_kafka_groups.sql)
+    QN_SQL_KAFKA_OFFSET_COMMIT,
+    QN_SQL_KAFKA_OFFSET_FETCH,
     QN_SQL_COUNT_
 } qn_sql_id_t;
 
