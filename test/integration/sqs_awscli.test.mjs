@@ -6,7 +6,7 @@
 //  machine, so the commands are split over two files).
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { startSqsBroker, aws } from './sqs_lib.mjs';
+import { startSqsBroker, aws, awsOk as ok, awsFails as fails } from './sqs_lib.mjs';
 
 let ctx;
 let A;
@@ -16,16 +16,6 @@ before(async () => {
     A = (args, opts) => aws(ctx.endpoint, args, opts);
 });
 after(async () => { await ctx?.broker.stop(); });
-
-function ok (r, what) {
-    assert.equal(r.code, 0, `${what}: rc ${r.code} ${r.stderr}`);
-    return r.out;
-}
-
-function fails (r, code, what) {
-    assert.notEqual(r.code, 0, `${what} should fail`);
-    assert.match(r.stderr, new RegExp(`\\(${code.replace(/\./g, '\\.')}\\)`), `${what}: ${r.stderr}`);
-}
 
 test('queues: create (idempotent, conflict), get-queue-url, list, attributes, delete', async () => {
     const U = ctx.queueUrl('q1');

@@ -5,7 +5,7 @@
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { sleep } from './lib.mjs';
-import { startSqsBroker, aws } from './sqs_lib.mjs';
+import { startSqsBroker, aws, awsOk as ok, awsFails as fails } from './sqs_lib.mjs';
 
 let ctx;
 let A;
@@ -15,16 +15,6 @@ before(async () => {
     A = (args, opts) => aws(ctx.endpoint, args, opts);
 });
 after(async () => { await ctx?.broker.stop(); });
-
-function ok (r, what) {
-    assert.equal(r.code, 0, `${what}: rc ${r.code} ${r.stderr}`);
-    return r.out;
-}
-
-function fails (r, code, what) {
-    assert.notEqual(r.code, 0, `${what} should fail`);
-    assert.match(r.stderr, new RegExp(`\\(${code.replace(/\./g, '\\.')}\\)`), `${what}: ${r.stderr}`);
-}
 
 test('FIFO: groups, content-based dedup, order, a group is not handed out while in flight', async () => {
     const U = ok(await A(['create-queue', '--queue-name', 'f1.fifo', '--attributes',

@@ -4,6 +4,7 @@
 //  protocol), the AWS SDK v3 (JSON 1.0) and a hand-signed raw request
 //  (SigV4 written out here, independently of the broker's wire/sigv4.c).
 import { execFile } from 'node:child_process';
+import assert from 'node:assert/strict';
 import crypto from 'node:crypto';
 import http from 'node:http';
 import { SQSClient } from '@aws-sdk/client-sqs';
@@ -41,6 +42,18 @@ export function aws (endpoint, args, { secret = SECRET, akid = AKID, timeoutMs =
             resolve({ code: err ? (err.code ?? 1) : 0, out, stderr });
         });
     });
+}
+
+//  The answer of an awscli command that must succeed (its parsed output).
+export function awsOk (r, what) {
+    assert.equal(r.code, 0, `${what}: rc ${r.code} ${r.stderr}`);
+    return r.out;
+}
+
+//  An awscli command that must fail with the SQS error `code`.
+export function awsFails (r, code, what) {
+    assert.notEqual(r.code, 0, `${what} should fail`);
+    assert.match(r.stderr, new RegExp(`\\(${code.replace(/\./g, '\\.')}\\)`), `${what}: ${r.stderr}`);
 }
 
 export function sdk (endpoint, { secret = SECRET, akid = AKID } = {}) {
