@@ -12,6 +12,7 @@
 //  table closes, ApiVersions v4 gets the v0 body with error 35, a frame
 //  over the limit closes, a fetch past the end answers error 1).
 
+import { kcatRun } from './kafka_lib.mjs';
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
@@ -49,26 +50,7 @@ after(async () => {
         await broker.stop();
 });
 
-//  Runs kcat with args (stdin from input); resolves to { code, out, err }.
-//  Unbuffered (-u) so nothing is lost when it exits.
-function kcat (args, { input, timeoutMs = 30000 } = {}) {
-    return new Promise((resolve, reject) => {
-        const p = spawn('kcat', ['-b', B, '-u', ...args], { stdio: ['pipe', 'pipe', 'pipe'] });
-        let out = '';
-        let err = '';
-        p.stdout.on('data', (c) => { out += c; });
-        p.stderr.on('data', (c) => { err += c; });
-        const timer = setTimeout(() => {
-            p.kill('SIGKILL');
-            reject(new Error(`kcat ${args.join(' ')} did not finish in ${timeoutMs} ms:\n${out}\n${err}`));
-        }, timeoutMs);
-        p.on('close', (code) => {
-            clearTimeout(timer);
-            resolve({ code, out, err });
-        });
-        p.stdin.end(input ?? '');
-    });
-}
+const kcat = (args, opts) => kcatRun(B, args, { timeoutMs: 30000, ...opts });
 
 const push = (items) => pushItems(U, items, { queued: true });
 

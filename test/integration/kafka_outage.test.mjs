@@ -6,6 +6,7 @@
 //  retry. With an idempotent producer every message arrives once: nothing
 //  lost, nothing duplicated, in order per partition.
 
+import { kcatRun } from './kafka_lib.mjs';
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
@@ -30,24 +31,7 @@ after(async () => {
         await broker.stop();
 });
 
-function kcat (args, { input, timeoutMs = 60000 } = {}) {
-    return new Promise((resolve, reject) => {
-        const p = spawn('kcat', ['-b', B, '-u', ...args], { stdio: ['pipe', 'pipe', 'pipe'] });
-        let out = '';
-        let err = '';
-        p.stdout.on('data', (c) => { out += c; });
-        p.stderr.on('data', (c) => { err += c; });
-        const timer = setTimeout(() => {
-            p.kill('SIGKILL');
-            reject(new Error(`kcat ${args.join(' ')} did not finish in ${timeoutMs} ms:\n${out}\n${err}`));
-        }, timeoutMs);
-        p.on('close', (code) => {
-            clearTimeout(timer);
-            resolve({ code, out, err });
-        });
-        p.stdin.end(input ?? '');
-    });
-}
+const kcat = (args, opts) => kcatRun(B, args, { timeoutMs: 60000, ...opts });
 
 test('Produce during a database outage: retried by the clients, every message stored once, in order', async () => {
     const { Kafka, logLevel } = kafkajs;
