@@ -866,3 +866,29 @@ qn_fake_destroy (qn_fake_t **self_p)
     s_fake = NULL;
     *self_p = NULL;
 }
+
+qn_fake_world_t *
+qn_fake_world_new (const char *(*env) (const char *name))
+{
+    qn_fake_world_t *self = qn_zalloc (sizeof *self);
+    char err [256];
+    if (qn_config_load_from (&self->config, env, err, sizeof err)) {
+        fprintf (stderr, "fake world: %s\n", err);
+        free (self);
+        return NULL;
+    }
+    self->fake = qn_fake_new (&self->config);
+    return self;
+}
+
+void
+qn_fake_world_destroy (qn_fake_world_t **self_p)
+{
+    qn_fake_world_t *self = *self_p;
+    if (!self)
+        return;
+    qn_fake_destroy (&self->fake);
+    qn_config_free (&self->config);
+    free (self);
+    *self_p = NULL;
+}

@@ -56,6 +56,18 @@ typedef struct {
 qn_fake_t *qn_fake_new (const qn_config_t *config);
 //  Stops every actor (STOP, then its destroy), frees everything.
 void qn_fake_destroy (qn_fake_t **self_p);
+
+//  The world of most actor tests: a configuration loaded from `env` (a
+//  getenv stand-in answering NULL for unset names) and a fake kernel on it.
+//  The test spawns its actor on qn_fake_kernel (w->fake) with &w->config.
+typedef struct {
+    qn_config_t config;
+    qn_fake_t *fake;
+} qn_fake_world_t;
+//  NULL when the configuration does not load.
+qn_fake_world_t *qn_fake_world_new (const char *(*env) (const char *name));
+//  Destroys the fake (stopping its actors), then the configuration.
+void qn_fake_world_destroy (qn_fake_world_t **self_p);
 qn_kernel_t *qn_fake_kernel (qn_fake_t *self);
 //  The `self` of a spawned actor, or NULL.
 void *qn_fake_actor_self (qn_fake_t *self, const char *name);

@@ -29,11 +29,7 @@
 #include "wire/mp.h"
 #include "wire/msg_push.h"
 
-typedef struct {
-    qn_config_t config;
-    qn_fake_t *fake;
-    size_t start_pending;       //  Requests START left open (none today)
-} s_world_t;
+typedef qn_fake_world_t s_world_t;
 
 static const char *
 s_no_env (const char *name)
@@ -42,18 +38,20 @@ s_no_env (const char *name)
     return NULL;
 }
 
+static size_t s_start_pending;     //  Requests START left open (none today)
+
 static int
 s_setup (void **state)
 {
-    s_world_t *w = qn_zalloc (sizeof *w);
-    char err [256];
-    if (qn_config_load_from (&w->config, s_no_env, err, sizeof err))
+    s_world_t *w = qn_fake_world_new (s_no_env);
+    if (!w)
         return -1;
-    w->fake = qn_fake_new (&w->config);
-    if (!qn_codec_http_new (qn_fake_kernel (w->fake), &w->config))
+    if (!qn_codec_http_new (qn_fake_kernel (w->fake), &w->config)) {
+        qn_fake_world_destroy (&w);
         return -1;
+    }
     qn_fake_clear (w->fake);        //  What START sent
-    w->start_pending = qn_fake_pending (w->fake);
+    s_start_pending = qn_fake_pending (w->fake);
     *state = w;
     return 0;
 }
@@ -61,10 +59,7 @@ s_setup (void **state)
 static int
 s_teardown (void **state)
 {
-    s_world_t *w = *state;
-    qn_fake_destroy (&w->fake);
-    qn_config_free (&w->config);
-    free (w);
+    qn_fake_world_destroy ((s_world_t **) state);
     return 0;
 }
 
@@ -319,7 +314,7 @@ s_park (s_world_t *w, uint64_t conn, const char *queue, int64_t timeout_ms, int6
     s_answer_pop (w->fake, i, 1, 0, NULL, next_due_us);
     assert_true (s_no_response (w->fake));
     //  No call in flight while it is parked.
-    assert_int_equal (qn_fake_pending (w->fake), w->start_pending);
+    assert_int_equal (qn_fake_pending (w->fake), s_start_pending);
 }
 
 static void

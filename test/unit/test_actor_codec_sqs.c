@@ -21,10 +21,7 @@
 #include "test/support/fake_kernel.h"
 #include "wire/mp.h"
 
-typedef struct {
-    qn_config_t config;
-    qn_fake_t *fake;
-} s_world_t;
+typedef qn_fake_world_t s_world_t;
 
 static const char *
 s_env (const char *name)
@@ -39,13 +36,13 @@ s_env (const char *name)
 static int
 s_setup (void **state)
 {
-    s_world_t *w = qn_zalloc (sizeof *w);
-    char err [256];
-    if (qn_config_load_from (&w->config, s_env, err, sizeof err))
+    s_world_t *w = qn_fake_world_new (s_env);
+    if (!w)
         return -1;
-    w->fake = qn_fake_new (&w->config);
-    if (!qn_codec_sqs_new (qn_fake_kernel (w->fake), &w->config))
+    if (!qn_codec_sqs_new (qn_fake_kernel (w->fake), &w->config)) {
+        qn_fake_world_destroy (&w);
         return -1;
+    }
     qn_fake_clear (w->fake);
     *state = w;
     return 0;
@@ -54,10 +51,7 @@ s_setup (void **state)
 static int
 s_teardown (void **state)
 {
-    s_world_t *w = *state;
-    qn_fake_destroy (&w->fake);
-    qn_config_free (&w->config);
-    free (w);
+    qn_fake_world_destroy ((s_world_t **) state);
     return 0;
 }
 

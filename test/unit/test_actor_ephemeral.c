@@ -20,10 +20,7 @@
 #include "wire/msg_ephemeral.h"
 #include "wire/msg_pg.h"
 
-typedef struct {
-    qn_config_t config;
-    qn_fake_t *fake;
-} world_t;
+typedef qn_fake_world_t world_t;
 
 static const char *
 s_no_env (const char *name)
@@ -38,12 +35,13 @@ s_no_env (const char *name)
 static int
 s_setup (void **state)
 {
-    world_t *w = calloc (1, sizeof *w);
-    char err [256];
-    if (qn_config_load_from (&w->config, s_no_env, err, sizeof err))
+    world_t *w = qn_fake_world_new (s_no_env);
+    if (!w)
         return -1;
-    w->fake = qn_fake_new (&w->config);
-    assert_non_null (qn_ephemeral_new (qn_fake_kernel (w->fake), &w->config));
+    if (!qn_ephemeral_new (qn_fake_kernel (w->fake), &w->config)) {
+        qn_fake_world_destroy (&w);
+        return -1;
+    }
     *state = w;
     return 0;
 }
@@ -51,10 +49,7 @@ s_setup (void **state)
 static int
 s_teardown (void **state)
 {
-    world_t *w = *state;
-    qn_fake_destroy (&w->fake);
-    qn_config_free (&w->config);
-    free (w);
+    qn_fake_world_destroy ((world_t **) state);
     return 0;
 }
 
