@@ -172,6 +172,18 @@ static const qn_sql_stmt_t s_stmts [QN_SQL_COUNT_] = {
         "SELECT name FROM queen.sqs_dlq_sources ($1, $2)", 2, { T, T } },
     [QN_SQL_SQS_SWEEP] = { "sqs_sweep",
         "SELECT job, affected FROM queen.sqs_sweep ($1)", 1, { QN_OID_INT4 } },
+    //  SQS access keys per tenant (0017_sqs_keys.sql; fin)
+    [QN_SQL_SQS_KEY_GET] = { "sqs_key_get",
+        "SELECT secret, tenant, enabled FROM queen.sqs_key_get ($1)", 1, { T } },
+    [QN_SQL_SQS_KEYS_ENABLED] = { "sqs_keys_enabled",
+        "SELECT access_key_id, secret, tenant FROM queen.sqs_keys_enabled ()", 0, { 0 } },
+    [QN_SQL_SQS_KEY_CREATE] = { "sqs_key_create",
+        "SELECT status, access_key_id, tenant, to_char(created_at AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS.MS\"Z\"') FROM queen.sqs_key_create ($1, $2, $3)", 3,
+        { T, T, T } },
+    [QN_SQL_SQS_KEY_LIST] = { "sqs_key_list",
+        "SELECT access_key_id, tenant, enabled, to_char(created_at AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS.MS\"Z\"'), to_char(disabled_at AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS.MS\"Z\"') FROM queen.sqs_key_list ($1)", 1, { T } },
+    [QN_SQL_SQS_KEY_DISABLE] = { "sqs_key_disable",
+        "SELECT access_key_id, tenant, to_char(disabled_at AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS.MS\"Z\"') FROM queen.sqs_key_disable ($1)", 1, { T } },
 };
 
 const qn_sql_stmt_t *

@@ -67,6 +67,12 @@ typedef enum {
     QN_SQL_SQS_VISIBILITY,
     QN_SQL_SQS_DLQ_SOURCES,
     QN_SQL_SQS_SWEEP,               //  retention actor: SQS upkeep (0011_sqs_sweep.sql)
+    //  SQS access keys per tenant (0017_sqs_keys.sql; fin)
+    QN_SQL_SQS_KEY_GET,             //  codec_sqs: one key on a cache miss (pg_reader)
+    QN_SQL_SQS_KEYS_ENABLED,        //  codec_sqs: every enabled key, periodically (pg_reader)
+    QN_SQL_SQS_KEY_CREATE,          //  admin route (pg_writer)
+    QN_SQL_SQS_KEY_LIST,            //  admin route (pg_reader)
+    QN_SQL_SQS_KEY_DISABLE,         //  admin route (pg_writer)
     QN_SQL_COUNT_
 } qn_sql_id_t;
 
