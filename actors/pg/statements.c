@@ -124,10 +124,11 @@ static const qn_sql_stmt_t s_stmts [QN_SQL_COUNT_] = {
         "SELECT queen.kafka_delete_topic ($1, $2)", 2, { T, T } },
     [QN_SQL_KAFKA_PUSH] = { "kafka_push",
         "SELECT ord, err, queue_name, duplicate, kpart, koffset"
-        " FROM queen.kafka_push ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15)", 15,
+        " FROM queen.kafka_push ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16)", 16,
         { T, TA, TA, TA, QN_OID_BYTEA_ARR, QN_OID_INT4_ARR, QN_OID_INT8_ARR, QN_OID_BYTEA_ARR,
           QN_OID_BOOL_ARR, QN_OID_BYTEA_ARR, QN_OID_INT4,
-          QN_OID_INT8_ARR, QN_OID_INT4_ARR, QN_OID_INT4_ARR, QN_OID_INT4_ARR },   //  idempotence (kprod)
+          QN_OID_INT8_ARR, QN_OID_INT4_ARR, QN_OID_INT4_ARR, QN_OID_INT4_ARR,     //  idempotence (kprod)
+          QN_OID_BOOL_ARR },                                                      //  sealed payloads (fin)
         .wake_queue_col = 3 },                          //  queue_name of every row
     //  Kafka idempotent producer (kprod)
     [QN_SQL_KAFKA_INIT_PRODUCER] = { "kafka_init_producer",
@@ -173,6 +174,8 @@ static const qn_sql_stmt_t s_stmts [QN_SQL_COUNT_] = {
     [QN_SQL_SQS_SWEEP] = { "sqs_sweep",
         "SELECT job, affected FROM queen.sqs_sweep ($1)", 1, { QN_OID_INT4 } },
     //  SQS access keys per tenant (0017_sqs_keys.sql; fin)
+    [QN_SQL_QUEUE_ENCRYPTION] = { "queue_encryption",
+        "SELECT name, encryption_enabled FROM queen.queue_encryption ($1, $2::text::jsonb)", 2, { T, T } },
     [QN_SQL_SQS_KEY_GET] = { "sqs_key_get",
         "SELECT secret, tenant, enabled FROM queen.sqs_key_get ($1)", 1, { T } },
     [QN_SQL_SQS_KEYS_ENABLED] = { "sqs_keys_enabled",

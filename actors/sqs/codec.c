@@ -21,6 +21,7 @@
 */
 #include "actors/sqs/sqs_int.h"
 #include "actors/park/park.h"
+#include "actors/seal/seal.h"
 #include "base/hashmap.h"
 #include "base/log.h"
 #include "wire/http_api.h"
@@ -83,13 +84,7 @@ bool qn_sqs_draining (qn_sqs_codec_t *codec) { return codec->draining; }
 qn_crypto_keys_t *
 qn_sqs_keys (qn_sqs_codec_t *codec)
 {
-    if (!codec->ring) {
-        //  The settings were checked at start: this load cannot fail.
-        codec->ring = qn_crypto_keys_new ();
-        qn_crypto_keys_load (codec->ring, codec->config->queen_encryption_key,
-                             codec->config->queen_encryption_old_keys, NULL, 0);
-    }
-    return codec->ring;
+    return qn_seal_ring (&codec->ring, codec->config);
 }
 
 qn_sqs_req_t *

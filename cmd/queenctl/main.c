@@ -291,6 +291,8 @@ s_completion (FILE *out)
             fprintf (out, "list get add cancel ");
         else if (!strcmp (c->name, "maintenance"))
             fprintf (out, "status on off ");
+        else if (!strcmp (c->name, "sqs-keys"))
+            fprintf (out, "list create disable ");
         const char *lists [] = { c->values, c->flags };
         for (int l = 0; l < 2; l++) {
             char buf [256];

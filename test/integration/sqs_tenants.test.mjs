@@ -13,7 +13,9 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { startSqsBroker, aws } from './sqs_lib.mjs';
-import { request, http, waitFor } from './lib.mjs';
+import { request, http, waitFor, BIN } from './lib.mjs';
+
+const CTL = path.join(path.dirname(BIN), 'queenctl');
 
 const REFRESH_MS = 400;
 let ctx;
@@ -182,6 +184,48 @@ test('a wrong secret, an unknown key, a disabled key: the SQS auth errors', asyn
     assert.equal(list.keys[0].enabled, false);
     //  The other tenant's key still works.
     assert.deepEqual(names(ok(await awsp('acme', ['list-queues']), 'acme list')), ['acme-only', 'orders']);
+});
+
+function ctl (args) {
+    return new Promise((resolve) => {
+        execFile(CTL, ['--server', ctx.broker.url, ...args], {
+            timeout: 60000, env: { PATH: process.env.PATH, HOME: dir, QUEEN_SERVER: '', QUEEN_TOKEN: '' },
+        }, (err, stdout, stderr) => resolve({ code: err ? (err.code ?? 1) : 0, stdout, stderr }));
+    });
+}
+
+test('queenctl sqs-keys: create (secret once), list, disable; exit codes', async () => {
+    const c = await ctl(['sqs-keys', 'create', '--tenant', 'initech', '--id', 'INITECHKEY']);
+    assert.equal(c.code, 0, c.stderr);
+    const secret = /secretAccessKey: (\S+)/.exec(c.stdout)?.[1];
+    assert.match(secret ?? '', /^[A-Za-z0-9_-]{40}$/, c.stdout);
+    assert.match(c.stdout, /tenant: initech/);
+    keys.initech = { accessKeyId: 'INITECHKEY', secretAccessKey: secret };
+    writeProfiles();
+    ok(await awsp('initech', ['create-queue', '--queue-name', 'tps']), 'initech create');
+    assert.deepEqual(names(ok(await awsp('initech', ['list-queues']), 'initech list')), ['tps']);
+
+    const l = await ctl(['sqs-keys', 'list', '--tenant', 'initech']);
+    assert.equal(l.code, 0, l.stderr);
+    assert.match(l.stdout, /^ACCESS KEY ID\s+TENANT\s+ENABLED/m);
+    assert.match(l.stdout, /^INITECHKEY\s+initech\s+true/m);
+    assert.ok(!l.stdout.includes(secret), 'no secret in a listing');
+    const lj = await ctl(['--output', 'json', 'sqs-keys']);
+    assert.equal(lj.code, 0, lj.stderr);
+    assert.ok(JSON.parse(lj.stdout).keys.some((k) => k.accessKeyId === 'INITECHKEY'));
+
+    assert.equal((await ctl(['sqs-keys', 'create', '--tenant', 'x', '--id', 'INITECHKEY'])).code, 5, 'taken id');
+    assert.equal((await ctl(['sqs-keys', 'disable', 'NOSUCHKEY'])).code, 4, 'unknown id');
+    assert.equal((await ctl(['sqs-keys', 'create'])).code, 2, 'no tenant');
+    const d = await ctl(['sqs-keys', 'disable', 'INITECHKEY']);
+    assert.equal(d.code, 0, d.stderr);
+    assert.match(d.stdout, /enabled: false/);
+    let last;
+    await waitFor(async () => {
+        last = await awsp('initech', ['list-queues']);
+        return last.code !== 0;
+    }, 20000, 100);
+    fails(last, 'InvalidClientTokenId', 'disabled by queenctl');
 });
 
 test('a named tenant cannot reach the key routes (cluster-wide)', async () => {
