@@ -140,6 +140,8 @@ static const s_setting_t s_settings [] = {
     { "SQS_REGION", S_STR, F (sqs_region), "us-east-1", 0, 0, "SQS region (queue ARNs)" },
     { "SQS_VERIFY_SIGNATURES", S_BOOL, F (sqs_verify_signatures), "true", 0, 0, "verify AWS Signature V4 on every SQS request (false: local development only)" },
     { "SQS_PUBLIC_URL", S_STR, F (sqs_public_url), "", 0, 0, "scheme://host:port of returned QueueUrls (unset: from the request's Host header)" },
+    //  SQS access keys per tenant (fin; docs/sqs.md)
+    { "SQS_KEYS_REFRESH_MS", S_INT, F (sqs_keys_refresh_ms), "5000", 100, 3600000, "how often the SQS door reloads its access keys from queen.sqs_keys (a disabled key is refused within this time)" },
     { NULL, 0, 0, NULL, 0, 0, NULL }
 };
 

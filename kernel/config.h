@@ -129,6 +129,7 @@ typedef struct {
     char *sqs_region;
     bool sqs_verify_signatures;
     char *sqs_public_url;
+    int64_t sqs_keys_refresh_ms;            //  fin: SQS access keys reload period
     bool embedded;              //  Not a setting: PG_HOST was unset
 } qn_config_t;
 

@@ -564,6 +564,7 @@ static const qn_http_route_t *const s_areas [] = {
     qn_http_routes_state,       //  kv, timers (state.c)
     qn_http_routes_streams,     //  /streams/v1/* (streams.c)
     qn_http_routes_ephemeral,   //  /api/v1/ephemeral/* (ephemeral.c; docs/ephemeral.md)
+    qn_http_routes_sqs_keys,    //  /api/v1/system/sqs-keys (sqs_keys.c; docs/sqs.md)
     qn_http_routes_dashboard    //  GET /, /dashboard/:file (dashboard.c)
 };
 

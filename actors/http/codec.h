@@ -176,6 +176,7 @@ extern const qn_http_route_t qn_http_routes_state [];   //  kv, timers
 extern const qn_http_route_t qn_http_routes_streams []; //  /streams/v1/*
 extern const qn_http_route_t qn_http_routes_ephemeral []; //  /api/v1/ephemeral/* (ephemeral.c)
 extern const qn_http_route_t qn_http_routes_dashboard [];  //  GET /, /dashboard/:file
+extern const qn_http_route_t qn_http_routes_sqs_keys [];   //  /api/v1/system/sqs-keys (sqs_keys.c)
 
 //  The codec's parked long-polls (actors/park/park.h): owned by the codec,
 //  run in its thread, fed its "committed" events; the pop area parks there.

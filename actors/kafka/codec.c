@@ -10,7 +10,9 @@
     one kafka_push statement on pg_writer per request: one transaction,
     with the idempotent producer's sequence checks; not through PUSH, so
     no spool: an outage answers 7 REQUEST_TIMED_OUT, which clients retry,
-    docs/kafka.md), CreateTopics / DeleteTopics (kafka_create_topic /
+    docs/kafka.md; with QUEEN_ENCRYPTION_KEY, queue_encryption on pg_reader
+    first, and the values of topics with encryptionEnabled sealed by
+    actors/seal/seal.h as the SQS door's sends are), CreateTopics / DeleteTopics (kafka_create_topic /
     kafka_delete_topic per topic on pg_writer), FindCoordinator for
     transactions (refused with 53), InitProducerId (kafka_init_producer on
     pg_writer; a transactional id: 53), ListOffsets and Fetch
@@ -39,8 +41,10 @@
 #include "actors/kafka/group.h"
 #include "actors/pg/call.h"
 #include "actors/pg/statements.h"
+#include "actors/seal/seal.h"
 #include "base/hashmap.h"
 #include "wire/crypto.h"
+#include "wire/json.h"
 #include "wire/kafka_proto.h"
 #include "wire/kafka_records.h"
 #include "wire/msg_committed.h"
@@ -94,6 +98,9 @@ struct s_req_s {
     qn_kafka_topics_resp_t tresp;   //  CreateTopics / DeleteTopics answer
     qn_kafka_produce_resp_t presp;  //  Produce: the answer being built
     int32_t *pfirst;            //  Produce: first item of each partition (arena)
+    qn_kafka_batches_t *pbs;    //  Produce: each partition's decoded batches (arena)
+    uint32_t pitems;            //  Produce: records to store
+    bool *tsealed;              //  Produce: per topic, its payloads get sealed (arena)
     s_part_t *parts;            //  Fetch / ListOffsets partitions
     int32_t part_count;
     int32_t pending;            //  Statements in flight
@@ -127,6 +134,8 @@ static void s_start (self_t *self, s_conn_t *c);
 static void s_fetch_run (self_t *self, s_req_t *r);
 static void s_on_fetch_timer (void *self_, void *arg);
 static void s_on_fetch_rerun (void *self_, void *arg);
+static void s_on_produce_encryption (void *self_, void *arg, const qn_env_t *env);
+static void s_produce_store (self_t *self, s_req_t *r);
 
 // ------------------------------------------------------------------ requests
 
@@ -498,11 +507,7 @@ s_fetch_value (self_t *self, s_req_t *r, const qn_pg_result_t *res, uint32_t i, 
     const msgpack_object *enc = qn_pg_result_col (res, i, 8);
     if (!enc || enc->type != MSGPACK_OBJECT_BOOLEAN || !enc->via.boolean || value->len <= 0)
         return true;
-    if (!self->ring) {
-        self->ring = qn_crypto_keys_new ();
-        qn_crypto_keys_load (self->ring, self->config->queen_encryption_key,
-                             self->config->queen_encryption_old_keys, NULL, 0);
-    }
+    qn_seal_ring (&self->ring, self->config);
     qn_buf_t plain = QN_BUF_INIT;
     char why [128];
     if (qn_crypto_open (self->ring, value->ptr, (size_t) value->len, &plain, why, sizeof why, NULL)) {
@@ -914,12 +919,82 @@ s_produce (self_t *self, s_req_t *r)
         s_produce_answer (self, r);
         return;
     }
-    //  Pass 2: the items as kafka_push's arrays, in partition order.
+    r->pbs = bs;
+    r->pitems = items;
+    r->tsealed = qn_karena_alloc (&r->arena, (size_t) (pr->topic_count ? pr->topic_count : 1) * sizeof (bool));
+    memset (r->tsealed, 0, (size_t) (pr->topic_count ? pr->topic_count : 1) * sizeof (bool));
+    //  Without QUEEN_ENCRYPTION_KEY nothing is sealed (nor asked)
+    if (!qn_seal_can (&self->ring, self->config)) {
+        s_produce_store (self, r);
+        return;
+    }
+    //  Which topics are queues with encryptionEnabled (their payloads are
+    //  sealed here, as the SQS door's sends and HTTP pushes are)
+    qn_buf_t names = QN_BUF_INIT;
+    qn_jw_t w;
+    qn_jw_init (&w, &names);
+    qn_jw_arr (&w);
+    for (int32_t t = 0; t < pr->topic_count; t++)
+        qn_jw_strn (&w, pr->topics [t].name.ptr ? pr->topics [t].name.ptr : "",
+                    pr->topics [t].name.len > 0 ? (size_t) pr->topics [t].name.len : 0);
+    qn_jw_arr_end (&w);
+    qn_pg_args_t a;
+    qn_pg_args_init (&a);
+    qn_pg_args_cstr (&a, "");
+    qn_pg_args_str (&a, names.data, names.len);
+    int rc = qn_pg_call (self->kernel, "pg_reader", &self->exec, QN_SQL_QUEUE_ENCRYPTION, NULL, &a,
+                         S_PG_TIMEOUT_MS, s_on_produce_encryption, r);
+    qn_pg_args_free (&a);
+    qn_buf_free (&names);
+    if (rc)
+        s_on_produce_encryption (self, r, NULL);
+}
+
+//  The topics' encryptionEnabled: sealed are those that have it, and, when
+//  the settings cannot be read, every topic (as the HTTP push: opening what
+//  is stored sealed always works, storing in clear cannot be undone).
+static void
+s_on_produce_encryption (void *self_, void *arg, const qn_env_t *env)
+{
+    s_req_t *r = arg;
+    qn_kafka_produce_req_t *pr = &r->u.pr;
+    qn_pg_result_t res;
+    qn_pg_result_decode (env ? env->body.ptr : NULL, env ? env->body.len : 0, &res);
+    bool failed = qn_pg_result_failed (&res, NULL, 0);
+    for (int32_t t = 0; t < pr->topic_count; t++) {
+        r->tsealed [t] = failed;
+        for (uint32_t i = 0; !failed && i < res.row_count; i++) {
+            qn_kstr_t name = s_col_str (&res, i, 0);
+            const msgpack_object *enc = qn_pg_result_col (&res, i, 1);
+            if (name.len == pr->topics [t].name.len && name.len >= 0
+                && !memcmp (name.ptr, pr->topics [t].name.ptr, (size_t) name.len)
+                && enc && enc->type == MSGPACK_OBJECT_BOOLEAN && enc->via.boolean)
+                r->tsealed [t] = true;
+        }
+    }
+    if (failed)
+        qn_warn ("kafka produce: queue encryption settings unreadable, sealing every topic: sqlstate=%s",
+                 res.sqlstate);
+    qn_pg_result_free (&res);
+    s_produce_store (self_, r);
+}
+
+//  Pass 2: the items as kafka_push's arrays, in partition order; payloads
+//  of sealed topics sealed (actors/seal/seal.h, as the SQS door's sends).
+static void
+s_produce_store (self_t *self, s_req_t *r)
+{
+    qn_kafka_produce_req_t *pr = &r->u.pr;
+    qn_kafka_batches_t *bs = r->pbs;
+    uint32_t items = r->pitems;
+    int32_t k;
+    qn_buf_t sealed = QN_BUF_INIT;
+    bool seal_failed = false;
     qn_pg_args_t a;
     qn_pg_args_init (&a);
     qn_pg_args_cstr (&a, "");
     int64_t now_ms = (int64_t) (qn_wall_us () / 1000);
-    for (int col = 0; col < 13; col++) {
+    for (int col = 0; col < 14; col++) {
         //  $11: the kpart count a queue Kafka never named before gets (its view starts now)
         if (col == 9)
             qn_pg_args_int (&a, self->config->kafka_default_partitions);
@@ -951,7 +1026,15 @@ s_produce (self_t *self, s_req_t *r)
                                     else
                                         qn_pg_args_null (&a);
                                     break;
-                            case 3: qn_pg_args_bin (&a, rec->value.len > 0 ? rec->value.ptr : "", rec->value.len > 0 ? (size_t) rec->value.len : 0); break;
+                            case 3: if (qn_seal_arg (&a, r->tsealed [t] && rec->value.len >= 0 ? self->ring : NULL,
+                                                     rec->value.len > 0 ? rec->value.ptr : "",
+                                                     rec->value.len > 0 ? (size_t) rec->value.len : 0, &sealed)) {
+                                        seal_failed = true;
+                                        qn_pg_args_bin (&a, "", 0);     //  Keeps the array whole; never sent
+                                    }
+                                    break;
+                            //  Sealed payloads (a null value stays null: nothing to hide)
+                            case 13: qn_pg_args_bool (&a, r->tsealed [t] && rec->value.len >= 0); break;
                             case 4: qn_pg_args_int (&a, pr->topics [t].partitions [p].index); break;
                             case 5: qn_pg_args_int (&a, (b->attributes & QN_KAFKA_ATTR_LOG_APPEND) ? now_ms
                                                         : (int64_t) ((uint64_t) b->first_timestamp + (uint64_t) rec->timestamp_delta)); break;
@@ -977,6 +1060,14 @@ s_produce (self_t *self, s_req_t *r)
                     }
                 }
             }
+    }
+    qn_buf_free (&sealed);
+    if (seal_failed) {
+        //  Never stored in clear: the client retries (retriable code)
+        qn_warn ("kafka produce: a payload could not be sealed");
+        qn_pg_args_free (&a);
+        s_on_produce_result (self, r, NULL);
+        return;
     }
     int rc = qn_pg_call (self->kernel, "pg_writer", &self->exec, QN_SQL_KAFKA_PUSH, NULL, &a,
                          S_PG_TIMEOUT_MS, s_on_produce_result, r);

@@ -124,10 +124,11 @@ static const qn_sql_stmt_t s_stmts [QN_SQL_COUNT_] = {
         "SELECT queen.kafka_delete_topic ($1, $2)", 2, { T, T } },
     [QN_SQL_KAFKA_PUSH] = { "kafka_push",
         "SELECT ord, err, queue_name, duplicate, kpart, koffset"
-        " FROM queen.kafka_push ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15)", 15,
+        " FROM queen.kafka_push ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16)", 16,
         { T, TA, TA, TA, QN_OID_BYTEA_ARR, QN_OID_INT4_ARR, QN_OID_INT8_ARR, QN_OID_BYTEA_ARR,
           QN_OID_BOOL_ARR, QN_OID_BYTEA_ARR, QN_OID_INT4,
-          QN_OID_INT8_ARR, QN_OID_INT4_ARR, QN_OID_INT4_ARR, QN_OID_INT4_ARR },   //  idempotence (kprod)
+          QN_OID_INT8_ARR, QN_OID_INT4_ARR, QN_OID_INT4_ARR, QN_OID_INT4_ARR,     //  idempotence (kprod)
+          QN_OID_BOOL_ARR },                                                      //  sealed payloads (fin)
         .wake_queue_col = 3 },                          //  queue_name of every row
     //  Kafka idempotent producer (kprod)
     [QN_SQL_KAFKA_INIT_PRODUCER] = { "kafka_init_producer",
@@ -179,6 +180,20 @@ static const qn_sql_stmt_t s_stmts [QN_SQL_COUNT_] = {
     [QN_SQL_KAFKA_OFFSET_FETCH] = { "kafka_offset_fetch",
         "SELECT topic, kpart, err, koffset, metadata FROM queen.kafka_offset_fetch ($1, $2, $3, $4)", 4,
         { T, T, TA, QN_OID_INT4_ARR } },
+    //  SQS access keys per tenant (0017_sqs_keys.sql; fin)
+    [QN_SQL_QUEUE_ENCRYPTION] = { "queue_encryption",
+        "SELECT name, encryption_enabled FROM queen.queue_encryption ($1, $2::text::jsonb)", 2, { T, T } },
+    [QN_SQL_SQS_KEY_GET] = { "sqs_key_get",
+        "SELECT secret, tenant, enabled FROM queen.sqs_key_get ($1)", 1, { T } },
+    [QN_SQL_SQS_KEYS_ENABLED] = { "sqs_keys_enabled",
+        "SELECT access_key_id, secret, tenant FROM queen.sqs_keys_enabled ()", 0, { 0 } },
+    [QN_SQL_SQS_KEY_CREATE] = { "sqs_key_create",
+        "SELECT status, access_key_id, tenant, to_char(created_at AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS.MS\"Z\"') FROM queen.sqs_key_create ($1, $2, $3)", 3,
+        { T, T, T } },
+    [QN_SQL_SQS_KEY_LIST] = { "sqs_key_list",
+        "SELECT access_key_id, tenant, enabled, to_char(created_at AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS.MS\"Z\"'), to_char(disabled_at AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS.MS\"Z\"') FROM queen.sqs_key_list ($1)", 1, { T } },
+    [QN_SQL_SQS_KEY_DISABLE] = { "sqs_key_disable",
+        "SELECT access_key_id, tenant, to_char(disabled_at AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS.MS\"Z\"') FROM queen.sqs_key_disable ($1)", 1, { T } },
 };
 
 const qn_sql_stmt_t *

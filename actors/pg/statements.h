@@ -70,6 +70,13 @@ typedef enum {
     //  Kafka consumer groups (schema/functions/61_kafka_groups.sql)
     QN_SQL_KAFKA_OFFSET_COMMIT,
     QN_SQL_KAFKA_OFFSET_FETCH,
+    //  SQS access keys per tenant (0017_sqs_keys.sql; fin)
+    QN_SQL_SQS_KEY_GET,             //  codec_sqs: one key on a cache miss (pg_reader)
+    QN_SQL_SQS_KEYS_ENABLED,        //  codec_sqs: every enabled key, periodically (pg_reader)
+    QN_SQL_SQS_KEY_CREATE,          //  admin route (pg_writer)
+    QN_SQL_SQS_KEY_LIST,            //  admin route (pg_reader)
+    QN_SQL_SQS_KEY_DISABLE,         //  admin route (pg_writer)
+    QN_SQL_QUEUE_ENCRYPTION,        //  kafka codec: which topics seal their Produce payloads (pg_reader)
     QN_SQL_COUNT_
 } qn_sql_id_t;
 

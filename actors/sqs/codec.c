@@ -8,18 +8,20 @@
     Receives  QN_MSG_HTTP_REQUEST / HTTP_CLOSED / HTTP_DRAINED from
               sqs_acceptor, PG_RESULT replies, "committed" events
     Sends     QN_MSG_HTTP_RESPONSE to sqs_acceptor; PG_EXEC of the SQS
-              catalogue statements to pg_writer
+              catalogue statements to pg_writer (access keys: pg_reader)
     Owns      the request contexts; the parked ReceiveMessage long-polls (a
               park table, actors/park/park.h); responses held while the
               acceptor is full (sent in order when it drains); the key table
     Failure   bad input, bad signatures and unknown queues get the
               protocol's error; database trouble ServiceUnavailable (503) or
               InternalFailure (500); the actor carries on
-    Tenancy   every request runs as tenant "" until access keys map to
-              tenants: see s_tenant_of_key.
+    Tenancy   a request acts for its access key's tenant: the keys of
+              queen.sqs_keys (cached by akeys.c, asked on pg_reader) carry
+              one; SQS_CREDENTIALS keys act for the default tenant "".
 */
 #include "actors/sqs/sqs_int.h"
 #include "actors/park/park.h"
+#include "actors/seal/seal.h"
 #include "base/hashmap.h"
 #include "base/log.h"
 #include "wire/http_api.h"
@@ -59,8 +61,9 @@ struct qn_sqs_codec {
     uint64_t next_id;
     bool draining;
     qn_park_t *park;            //  Owned
-    s_key_t keys [S_MAX_KEYS];  //  Owned: the key table
+    s_key_t keys [S_MAX_KEYS];  //  Owned: the key table of SQS_CREDENTIALS
     uint32_t key_count;
+    qn_sqs_akeys_t *akeys;      //  Owned: the keys of queen.sqs_keys (akeys.c)
     qn_buf_t out;               //  Reusable
     s_held_t *held_head, *held_tail;
     bool held_waiting;
@@ -81,13 +84,7 @@ bool qn_sqs_draining (qn_sqs_codec_t *codec) { return codec->draining; }
 qn_crypto_keys_t *
 qn_sqs_keys (qn_sqs_codec_t *codec)
 {
-    if (!codec->ring) {
-        //  The settings were checked at start: this load cannot fail.
-        codec->ring = qn_crypto_keys_new ();
-        qn_crypto_keys_load (codec->ring, codec->config->queen_encryption_key,
-                             codec->config->queen_encryption_old_keys, NULL, 0);
-    }
-    return codec->ring;
+    return qn_seal_ring (&codec->ring, codec->config);
 }
 
 qn_sqs_req_t *
@@ -159,16 +156,20 @@ s_secret_of (qn_sqs_codec_t *codec, const char *access_key)
     return NULL;
 }
 
-//  Tenancy hook: the tenant an access key acts for. Every key acts for the
-//  default tenant "" until the tenancy part maps keys to tenants (issue
-//  "tenancy"); then this looks the key up and the request runs as that
-//  tenant everywhere (queues, park lists, committed events).
-static void
-s_tenant_of_key (qn_sqs_codec_t *codec, const char *access_key, char *tenant, size_t cap)
+//  The secret and tenant of an access key: SQS_CREDENTIALS first (the
+//  default tenant), then queen.sqs_keys through the cache (akeys.c).
+//  Returns a QN_SQS_AKEY_* state; secret and tenant are set with OK.
+static int
+s_key_of (qn_sqs_codec_t *codec, const char *access_key, const char **secret,
+          char tenant [QN_SQS_TENANT_MAX])
 {
-    (void) codec;
-    (void) access_key;
-    snprintf (tenant, cap, "%s", "");
+    const char *s = s_secret_of (codec, access_key);
+    if (s) {
+        *secret = s;
+        tenant [0] = 0;
+        return QN_SQS_AKEY_OK;
+    }
+    return qn_sqs_akeys_find (codec->akeys, access_key, secret, tenant);
 }
 
 // ------------------------------------------------------------------ requests
@@ -407,12 +408,20 @@ s_verify (qn_sqs_codec_t *codec, qn_sqs_req_t *r, const char *method, const char
                             "The request signature does not conform to AWS standards.");
     }
     snprintf (r->access_key, sizeof r->access_key, "%s", a.access_key);
+    //  The request acts for the key's tenant (queen.sqs_keys), the
+    //  default tenant for SQS_CREDENTIALS keys (and, unverified, unknown ones).
+    const char *secret = NULL;
+    int state = s_key_of (codec, a.access_key, &secret, r->tenant);
+    if (state != QN_SQS_AKEY_OK)
+        r->tenant [0] = 0;
     if (!verify)
         return 0;
-    const char *secret = s_secret_of (codec, a.access_key);
-    if (!secret)
+    if (state == QN_SQS_AKEY_UNKNOWN)
         return qn_sqs_fail (err, QN_SQS_E_INVALID_CLIENT_TOKEN_ID,
                             "The security token included in the request is invalid.");
+    if (state != QN_SQS_AKEY_OK)
+        return qn_sqs_fail (err, QN_SQS_E_SERVICE_UNAVAILABLE,
+                            "The access key could not be checked; retry.");
     if (strcmp (a.service, "sqs"))
         return qn_sqs_fail (err, QN_SQS_E_INCOMPLETE_SIGNATURE,
                             "Credential should be scoped to correct service: 'sqs'.");
@@ -498,6 +507,22 @@ s_on_request (void *self_, const qn_env_t *env)
         msgpack_unpacked_destroy (&holder);
         return QN_EPROTO;
     }
+    qn_http_header_t *h = qn_malloc ((m.header_count? m.header_count: 1) * sizeof *h);
+    for (uint32_t i = 0; i < m.header_count; i++)
+        qn_msg_http_request_header (&m, i, &h [i]);
+    //  An access key the cache does not hold: the request waits for the
+    //  database's answer (a copy of its envelope, replayed then).
+    const qn_http_header_t *auth = s_header (h, m.header_count, "authorization");
+    qn_sigv4_auth_t ak;
+    const char *secret;
+    char tenant [QN_SQS_TENANT_MAX];
+    if (auth && qn_sigv4_parse_authorization (auth->value, auth->value_len, &ak) == 0
+        && s_key_of (codec, ak.access_key, &secret, tenant) == QN_SQS_AKEY_MISS
+        && qn_sqs_akeys_wait (codec->akeys, ak.access_key, env) == 0) {
+        free (h);
+        msgpack_unpacked_destroy (&holder);
+        return 0;
+    }
     qn_count (codec->kernel, "sqs_requests", 1);
     qn_sqs_req_t *r = qn_zalloc (sizeof *r);
     r->codec = codec;
@@ -507,9 +532,6 @@ s_on_request (void *self_, const qn_env_t *env)
     r->keep_alive = m.keep_alive;
     qn_uuid_v4 (r->request_id);
     qn_hashmap_put (codec->requests, r->id, r);
-    qn_http_header_t *h = qn_malloc ((m.header_count? m.header_count: 1) * sizeof *h);
-    for (uint32_t i = 0; i < m.header_count; i++)
-        qn_msg_http_request_header (&m, i, &h [i]);
     const char *body = env->frame_count? env->frames [0].ptr: "";
     size_t body_len = env->frame_count? env->frames [0].len: 0;
     char method [16];
@@ -530,7 +552,6 @@ s_on_request (void *self_, const qn_env_t *env)
     else
         rc = s_verify (codec, r, method, m.target, m.target_len, h, m.header_count, body, body_len, &err);
     if (rc == 0) {
-        s_tenant_of_key (codec, r->access_key, r->tenant, sizeof r->tenant);
         if (target)
             rc = qn_sqs_decode_json (target->value, target->value_len, body, body_len, &r->req, &err);
         else
@@ -567,6 +588,13 @@ s_on_request (void *self_, const qn_env_t *env)
         snprintf (r->queue, sizeof r->queue, "%.*s", (int) name.len, name.ptr);
     qn_sqs_dispatch (codec, r);
     return 0;
+}
+
+//  A request that waited for its access key (akeys.c), handled again.
+static void
+s_replay (void *arg, const qn_env_t *env)
+{
+    s_on_request (arg, env);
 }
 
 typedef struct {
@@ -633,6 +661,7 @@ s_on_start (void *self_, const qn_env_t *env)
     (void) env;
     qn_sqs_codec_t *codec = self_;
     qn_park_start (codec->park);
+    qn_sqs_akeys_start (codec->akeys);
     return 0;
 }
 
@@ -668,6 +697,7 @@ s_destroy (void **self_p)
     }
     qn_buf_free (&codec->out);
     qn_park_destroy (&codec->park);
+    qn_sqs_akeys_destroy (&codec->akeys);
     qn_crypto_keys_destroy (&codec->ring);
     free (codec);
     *self_p = NULL;
@@ -690,8 +720,7 @@ qn_codec_sqs_new (qn_kernel_t *kernel, const qn_config_t *config)
     codec->config = config;
     codec->requests = qn_hashmap_new ();
     s_keys_load (codec, config->sqs_credentials);
-    if (config->sqs_verify_signatures && codec->key_count == 0)
-        qn_warn ("sqs: signature verification is on and SQS_CREDENTIALS holds no key: every request will be refused");
+    codec->akeys = qn_sqs_akeys_new (kernel, config, s_replay, codec);
     qn_park_def_t park = {
         .counter_prefix = "sqs_receive", .gauge = "parked_sqs_receives",
         .wake = qn_sqs_receive_wake, .expire = qn_sqs_receive_expire, .arg = codec,

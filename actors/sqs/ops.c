@@ -19,6 +19,7 @@
 #include "actors/park/park.h"
 #include "actors/pg/statements.h"
 #include "base/log.h"
+#include "actors/seal/seal.h"
 #include "wire/crypto.h"
 #include "wire/ids.h"
 #include "wire/json.h"
@@ -768,26 +769,19 @@ s_send (qn_sqs_codec_t *codec, qn_sqs_req_t *r)
     }
     //  Payloads: the body's bytes, sealed on a queue with encryptionEnabled
     //  when a key is configured, as native pushes are.
+    //  (actors/seal/seal.h: the same sealing as the Kafka door's Produce).
     qn_crypto_keys_t *ring = r->q.encrypted? qn_sqs_keys (codec): NULL;
     bool seal = ring && qn_crypto_keys_can_seal (ring);
     qn_buf_t sealed = QN_BUF_INIT;
     qn_pg_args_array (&a, n);
     for (uint32_t k = 0; k < n; k++) {
         const qn_sqs_entry_t *e = &q->entries [r->batch_map [k]];
-        const char *p = e->body.ptr;
-        size_t len = e->body.len;
-        if (seal) {
-            qn_buf_reset (&sealed);
-            if (qn_crypto_seal (ring, p, len, &sealed) != 0) {
-                qn_buf_free (&sealed);
-                qn_pg_args_free (&a);
-                qn_sqs_reply_errorf (r, QN_SQS_E_INTERNAL_FAILURE, "The message could not be encrypted.");
-                return;
-            }
-            p = sealed.data;
-            len = sealed.len;
+        if (qn_seal_arg (&a, seal? ring: NULL, e->body.ptr, e->body.len, &sealed) != 0) {
+            qn_buf_free (&sealed);
+            qn_pg_args_free (&a);
+            qn_sqs_reply_errorf (r, QN_SQS_E_INTERNAL_FAILURE, "The message could not be encrypted.");
+            return;
         }
-        qn_pg_args_bin (&a, p, len);
     }
     qn_buf_free (&sealed);
     qn_pg_args_array (&a, n);

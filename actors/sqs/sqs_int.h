@@ -46,7 +46,7 @@ typedef struct {
     bool woken;                         //  A park scout: must report back
     uint32_t pending;                   //  Calls in flight
     char request_id [40];
-    char tenant [64];                   //  "" until tenancy maps access keys
+    char tenant [65];                   //  The access key's (queen.sqs_keys), "" for SQS_CREDENTIALS
     char access_key [129];
     char base_url [160];                //  scheme://host:port of QueueUrls
     qn_sqs_request_t req;               //  Owned (its arena)
@@ -88,6 +88,34 @@ void qn_sqs_reply_pg_error (qn_sqs_req_t *r, const qn_pg_result_t *res);
 void qn_sqs_queue_url (const qn_sqs_req_t *r, const char *name, size_t len, qn_buf_t *out);
 //  Account id in URLs and ARNs.
 #define QN_SQS_ACCOUNT "000000000000"
+
+// ------------------------------------------------------------------ akeys.c
+//  The access keys of queen.sqs_keys (tenant per key): a cache reloaded
+//  every SQS_KEYS_REFRESH_MS and asked on a miss, inside the codec's thread.
+#define QN_SQS_TENANT_MAX 65            //  A tenant name (64 bytes) and its NUL
+#define QN_SQS_AKEY_MAX 128             //  Longest access key id
+enum {
+    QN_SQS_AKEY_OK = 0,                 //  Known and enabled: secret and tenant set
+    QN_SQS_AKEY_UNKNOWN = 1,            //  Unknown or disabled
+    QN_SQS_AKEY_FAILED = 2,             //  The lookup failed: answer ServiceUnavailable
+    QN_SQS_AKEY_MISS = 3                //  Not cached: ask with qn_sqs_akeys_wait
+};
+typedef struct qn_sqs_akeys qn_sqs_akeys_t;
+//  Handles a request envelope again (the codec's request handler).
+typedef void (qn_sqs_replay_fn) (void *arg, const qn_env_t *env);
+qn_sqs_akeys_t *qn_sqs_akeys_new (qn_kernel_t *kernel, const qn_config_t *config,
+                                  qn_sqs_replay_fn *replay, void *arg);
+void qn_sqs_akeys_destroy (qn_sqs_akeys_t **self_p);
+//  First reload now, then every SQS_KEYS_REFRESH_MS (from the START message).
+void qn_sqs_akeys_start (qn_sqs_akeys_t *self);
+//  A QN_SQS_AKEY_* state; with OK, *secret (valid until the next reload or
+//  lookup answer) and tenant are set.
+int qn_sqs_akeys_find (qn_sqs_akeys_t *self, const char *access_key, const char **secret,
+                       char tenant [QN_SQS_TENANT_MAX]);
+//  Keeps a copy of the request envelope and asks the database for the key
+//  (one lookup per key in flight); the envelope is replayed when it
+//  answers. -1 when too many requests wait already (answer 503).
+int qn_sqs_akeys_wait (qn_sqs_akeys_t *self, const char *access_key, const qn_env_t *env);
 
 // ------------------------------------------------------------------ ops.c
 //  Runs the decoded, validated request r.

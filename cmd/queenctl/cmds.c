@@ -917,6 +917,88 @@ cmd_maintenance (ctl_t *ctl, const ctl_args_t *a)
     return rc;
 }
 
+//  ---------------------------------------------------------- sqs-keys
+//  The SQS door's access keys per tenant (/api/v1/system/sqs-keys,
+//  docs/sqs.md "Access keys").
+static int
+cmd_sqs_keys (ctl_t *ctl, const ctl_args_t *a)
+{
+    const char *sub = a->npos ? a->pos [0] : "list";
+    queen_response_t resp = { 0 };
+    int rc;
+    enum { LIST, CREATE, DISABLE } what;
+    if (!strcmp (sub, "list")) {
+        what = LIST;
+        qn_buf_t path = QN_BUF_INIT;
+        qn_buf_printf (&path, "/api/v1/system/sqs-keys");
+        s_query (&path, "tenant", ctl_opt (a, "tenant"));
+        rc = s_call (ctl, "GET", path.data, NULL, &resp);
+        qn_buf_free (&path);
+    }
+    else if (!strcmp (sub, "create")) {
+        what = CREATE;
+        const char *tenant = ctl_opt (a, "tenant");
+        if (!tenant)
+            return ctl_usage (ctl, "sqs-keys create --tenant T [--id ID] [--secret S]");
+        qn_buf_t body = QN_BUF_INIT;
+        qn_jw_t w;
+        qn_jw_init (&w, &body);
+        qn_jw_obj (&w);
+        qn_jw_kstr (&w, "tenant", tenant);
+        if (ctl_opt (a, "id"))
+            qn_jw_kstr (&w, "accessKeyId", ctl_opt (a, "id"));
+        if (ctl_opt (a, "secret"))
+            qn_jw_kstr (&w, "secretAccessKey", ctl_opt (a, "secret"));
+        qn_jw_obj_end (&w);
+        rc = s_call (ctl, "POST", "/api/v1/system/sqs-keys", body.data, &resp);
+        qn_buf_free (&body);
+    }
+    else if (!strcmp (sub, "disable") && a->npos == 2) {
+        what = DISABLE;
+        char *path = s_path ("/api/v1/system/sqs-keys/%s/disable", a->pos [1], NULL);
+        rc = s_call (ctl, "POST", path, NULL, &resp);
+        free (path);
+    }
+    else
+        return ctl_usage (ctl, "sqs-keys [list [--tenant T] | create --tenant T [--id ID] [--secret S] | disable ID]");
+    if (!rc && ctl->json)
+        ctl_print_raw (&resp);
+    else if (!rc && !ctl->quiet) {
+        qn_json_doc_t doc;
+        qn_json_doc_init (&doc);
+        if (ctl_parse (ctl, &doc, &resp))
+            rc = CTL_EXIT_FAILED;
+        else if (what == LIST) {
+            const char *hdr [] = { "ACCESS KEY ID", "TENANT", "ENABLED", "CREATED", "DISABLED" };
+            ctl_table_t t;
+            ctl_table_init (&t, 5, hdr);
+            int ks = qn_json_get (&doc, 0, "keys");
+            for (int k = qn_json_first (&doc, ks); k >= 0; k = qn_json_next_sibling (&doc, ks, k))
+                ctl_table_add (&t, (char *[]) {
+                    ctl_jtext (&doc, k, "accessKeyId"), ctl_jtext (&doc, k, "tenant"),
+                    ctl_jtext (&doc, k, "enabled"), ctl_jtext (&doc, k, "createdAt"),
+                    ctl_jtext (&doc, k, "disabledAt") });
+            ctl_table_print (&t, stdout);
+            ctl_table_free (&t);
+        }
+        else {
+            const char *keys [] = { "accessKeyId", "secretAccessKey", "tenant", "enabled", "createdAt",
+                                    "disabledAt" };
+            for (size_t i = 0; i < sizeof keys / sizeof keys [0]; i++) {
+                char *v = ctl_jtext (&doc, 0, keys [i]);
+                if (v)
+                    printf ("%s: %s\n", keys [i], v);
+                free (v);
+            }
+            if (what == CREATE)
+                printf ("(the secret is shown only now)\n");
+        }
+        qn_json_doc_free (&doc);
+    }
+    queen_response_free (&resp);
+    return rc;
+}
+
 //  ---------------------------------------------------------------- bench
 static int
 cmd_bench (ctl_t *ctl, const ctl_args_t *a)
@@ -1081,6 +1163,13 @@ const ctl_cmd_t ctl_commands [] = {
       "status (default) shows push and pop maintenance and the spool;\n"
       "on/off switches push maintenance (pushes go to the disk spool), with\n"
       "--pop pop maintenance (pops answer empty).\n" },
+    { "sqs-keys", cmd_sqs_keys, "tenant id secret", "",
+      "sqs-keys [list [--tenant T] | create --tenant T [--id ID] [--secret S] | disable ID]",
+      "the SQS door's access keys per tenant",
+      "list (default) shows every key (or one tenant's) without secrets;\n"
+      "create makes a key acting for tenant T over SQS and prints its secret,\n"
+      "shown only this once (generated unless --secret; --id keeps an existing\n"
+      "access key id); disable ID refuses the key from then on. Admin only.\n" },
     { "bench", cmd_bench, "queue messages batch payload-bytes", "keep",
       "bench [--messages N] [--batch B] [--payload-bytes S] [--queue Q] [--keep]",
       "quick push then pop+ack benchmark",

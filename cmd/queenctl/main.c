@@ -263,7 +263,8 @@ s_subcommands (const char *name)
     return !strcmp (name, "dlq") ? "list requeue delete"
          : !strcmp (name, "kv") ? "get set del list"
          : !strcmp (name, "timers") ? "list get add cancel"
-         : !strcmp (name, "maintenance") ? "status on off" : "";
+         : !strcmp (name, "maintenance") ? "status on off"
+         : !strcmp (name, "sqs-keys") ? "list create disable" : "";
 }
 
 //  The command's options as words ("--queue --group -f ...").

@@ -220,7 +220,8 @@ $$;
 CREATE FUNCTION queen.kafka_push(p_tenant text, p_queues text[], p_parts text[], p_txn_ids text[],
   p_payloads bytea[], p_kparts int[], p_kts bigint[], p_raw_keys bytea[], p_value_null bool[],
   p_headers bytea[], p_default_parts int DEFAULT 1, p_pids bigint[] DEFAULT NULL,
-  p_epochs int[] DEFAULT NULL, p_seqs int[] DEFAULT NULL, p_seq_last int[] DEFAULT NULL)
+  p_epochs int[] DEFAULT NULL, p_seqs int[] DEFAULT NULL, p_seq_last int[] DEFAULT NULL,
+  p_encrypted bool[] DEFAULT NULL)
 RETURNS TABLE(ord int, err smallint, queue_name text, duplicate bool, kpart int, koffset bigint)
 LANGUAGE plpgsql
 -- index probes whatever the statistics were when the plan was cached (a
@@ -324,7 +325,8 @@ BEGIN
                       ARRAY(SELECT p_txn_ids[o] FROM unnest(v_ok) o),
                       ARRAY(SELECT p_payloads[o] FROM unnest(v_ok) o),
                       array_fill(NULL::uuid, ARRAY[n]), array_fill(NULL::text, ARRAY[n]),
-                      array_fill(false, ARRAY[n]), false, NULL,
+                      -- payloads the codec sealed (a queue with encryptionEnabled)
+                      ARRAY(SELECT COALESCE(p_encrypted[o], false) FROM unnest(v_ok) o), false, NULL,
                       ARRAY(SELECT p_kparts[o] FROM unnest(v_ok) o),
                       ARRAY(SELECT p_kts[o] FROM unnest(v_ok) o)) x;
     INSERT INTO queen.message_meta (partition_id, seq, ts_ms, raw_key, value_null, headers)

@@ -757,3 +757,63 @@ BEGIN
   RETURN QUERY SELECT 'sqs_receives'::text, v_n;
 END
 $$;
+
+-- ------------------------------------------------------------------ access keys
+-- SQS access keys per tenant (migrations/0017_sqs_keys.sql). The codec
+-- looks a key up on a cache miss (sqs_key_get) and reloads every enabled
+-- key periodically (sqs_keys_enabled); the admin routes
+-- /api/v1/system/sqs-keys create, list and disable them.
+
+-- A new key. Status 'created', or 'exists' when the id is taken.
+CREATE FUNCTION queen.sqs_key_create(p_access_key text, p_secret text, p_tenant text)
+RETURNS TABLE (status text, access_key_id text, tenant text, created_at timestamptz)
+LANGUAGE plpgsql AS $$
+BEGIN
+  RETURN QUERY
+  INSERT INTO queen.sqs_keys AS k (access_key_id, secret, tenant)
+  VALUES (p_access_key, p_secret, p_tenant)
+  ON CONFLICT ON CONSTRAINT sqs_keys_pkey DO NOTHING
+  RETURNING 'created'::text, k.access_key_id, k.tenant, k.created_at;
+  IF NOT FOUND THEN
+    RETURN QUERY SELECT 'exists'::text, p_access_key, NULL::text, NULL::timestamptz;
+  END IF;
+END
+$$;
+
+-- One key, for the codec's lookup on a miss: no row when unknown.
+CREATE FUNCTION queen.sqs_key_get(p_access_key text)
+RETURNS TABLE (secret text, tenant text, enabled boolean)
+LANGUAGE sql STABLE AS $$
+  SELECT k.secret, k.tenant, k.enabled FROM queen.sqs_keys k
+   WHERE k.access_key_id = p_access_key
+$$;
+
+-- Every enabled key, for the codec's periodic reload.
+CREATE FUNCTION queen.sqs_keys_enabled()
+RETURNS TABLE (access_key_id text, secret text, tenant text)
+LANGUAGE sql STABLE AS $$
+  SELECT k.access_key_id, k.secret, k.tenant FROM queen.sqs_keys k
+   WHERE k.enabled ORDER BY k.access_key_id
+$$;
+
+-- The keys (never their secrets), of one tenant or (NULL) of all.
+CREATE FUNCTION queen.sqs_key_list(p_tenant text)
+RETURNS TABLE (access_key_id text, tenant text, enabled boolean, created_at timestamptz,
+               disabled_at timestamptz)
+LANGUAGE sql STABLE AS $$
+  SELECT k.access_key_id, k.tenant, k.enabled, k.created_at, k.disabled_at
+    FROM queen.sqs_keys k
+   WHERE p_tenant IS NULL OR k.tenant = p_tenant
+   ORDER BY k.tenant, k.created_at, k.access_key_id
+$$;
+
+-- Disables a key (for good: a disabled key is not enabled again). No row
+-- when the key does not exist.
+CREATE FUNCTION queen.sqs_key_disable(p_access_key text)
+RETURNS TABLE (access_key_id text, tenant text, disabled_at timestamptz)
+LANGUAGE sql AS $$
+  UPDATE queen.sqs_keys k
+     SET enabled = false, disabled_at = COALESCE(k.disabled_at, now())
+   WHERE k.access_key_id = p_access_key
+  RETURNING k.access_key_id, k.tenant, k.disabled_at
+$$;

@@ -20,8 +20,10 @@ import net from 'node:net';
 import kafkajs from 'kafkajs';
 import { createRequire } from 'node:module';
 import {
-    startBroker, freePort, pushItems, popMessages, ackBatch, ackFor, configureQueue, request, pop, waitFor,
+    startBroker, freePort, pushItems, popMessages, ackBatch, ackFor, configureQueue, request, pop, waitFor, psql,
 } from './lib.mjs';
+import { ReceiveMessageCommand, GetQueueUrlCommand } from '@aws-sdk/client-sqs';
+import { sdk, AKID, SECRET } from './sqs_lib.mjs';
 
 //  Payloads of queues with encryptionEnabled are sealed with this key.
 const ENC_KEY = 'a1'.repeat(32);
@@ -29,6 +31,7 @@ let broker;
 let U;
 let B;
 let kport;
+let sport;
 
 before(async () => {
     //  Two distinct free ports (freePort may hand out the same one twice).
@@ -36,10 +39,15 @@ before(async () => {
     do
         kport = await freePort();
     while (kport === port);
+    do
+        sport = await freePort();
+    while (sport === port || sport === kport);
     broker = await startBroker({
         port,
         env: { KAFKA_PORT: String(kport), KAFKA_ADVERTISED_HOST: '127.0.0.1', KAFKA_DEFAULT_PARTITIONS: '3',
-               KAFKA_MAX_REQUEST_BYTES: '1048576', QUEEN_ENCRYPTION_KEY: ENC_KEY },
+               KAFKA_MAX_REQUEST_BYTES: '1048576', QUEEN_ENCRYPTION_KEY: ENC_KEY,
+               //  The SQS door too: Kafka-produced sealed records received over SQS
+               SQS_PORT: String(sport), SQS_CREDENTIALS: `${AKID}:${SECRET}` },
     });
     U = broker.url;
     B = `127.0.0.1:${kport}`;
@@ -522,6 +530,60 @@ test('Fetch opens payloads of an encrypted queue, as HTTP pop does (spec §6.2)'
     //  The same plaintext for an HTTP pop.
     const msgs = await popMessages(U, 'kenc', { batch: 10 });
     assert.deepEqual(msgs.map((m) => m.data), [{ secret: 1 }, { secret: 2 }]);
+});
+
+test('Produce seals records of an encrypted queue; kcat, HTTP pop and SQS receive read plaintext', async () => {
+    await createTopic('kseal');
+    await configureQueue(U, 'kseal', { encryptionEnabled: true });
+    //  A plain topic beside it in the same Produce request stays in clear.
+    await createTopic('kclear');
+    //  One key each: an SQS receive of a standard queue takes one message a partition.
+    const input = 's1:{"secret":"alpha"}\ns2:{"secret":"beta"}\ns4:classified text\n';
+    const put = await kcat(['-P', '-t', 'kseal', '-K', ':'], { input });
+    assert.equal(put.code, 0, put.err);
+    const { Kafka, logLevel } = kafkajs;
+    const kafka = new Kafka({ clientId: 'kseal', brokers: [B], logLevel: logLevel.NOTHING });
+    const producer = kafka.producer();
+    await producer.connect();
+    try {
+        await producer.sendBatch({ topicMessages: [
+            { topic: 'kseal', messages: [{ key: 's3', value: 'gamma-secret' }] },
+            { topic: 'kclear', messages: [{ key: 'c1', value: 'plain-visible' }] },
+        ] });
+    } finally {
+        await producer.disconnect();
+    }
+    //  At rest: sealed envelopes, no plaintext, is_encrypted set.
+    const rows = (await psql(`SELECT q.name, m.is_encrypted, convert_from(m.payload, 'UTF8')
+                                FROM queen.messages m JOIN queen.partitions p ON p.id = m.partition_id
+                                JOIN queen.queues q ON q.id = p.queue_id
+                               WHERE q.name IN ('kseal', 'kclear') ORDER BY q.name, m.seq`,
+                             { db: broker.db })).split('\n');
+    assert.equal(rows.length, 5, rows.join('\n'));
+    assert.equal(rows[0], 'kclear|f|plain-visible');
+    for (const row of rows.slice(1)) {
+        assert.ok(row.startsWith('kseal|t|{"encrypted":'), row);
+        assert.ok(!/alpha|beta|classified|gamma/.test(row), row);
+    }
+    //  kcat reads plaintext back (Fetch opens them).
+    const out = await kcat(['-C', '-t', 'kseal', '-o', 'beginning', '-e', '-f', '%k %s\n']);
+    assert.equal(out.code, 0, out.err);
+    assert.deepEqual(out.out.split('\n').filter(Boolean).sort(),
+                     ['s1 {"secret":"alpha"}', 's2 {"secret":"beta"}', 's3 gamma-secret', 's4 classified text']);
+    //  SQS receive: plaintext bodies (MD5 validated by the SDK).
+    const c = sdk(`http://127.0.0.1:${sport}`);
+    const { QueueUrl } = await c.send(new GetQueueUrlCommand({ QueueName: 'kseal' }));
+    const r = await c.send(new ReceiveMessageCommand({ QueueUrl, MaxNumberOfMessages: 10, WaitTimeSeconds: 1,
+                                                       VisibilityTimeout: 0 }));
+    assert.deepEqual((r.Messages ?? []).map((m) => m.Body).sort(),
+                     ['classified text', 'gamma-secret', '{"secret":"alpha"}', '{"secret":"beta"}']);
+    //  HTTP pop: the same plaintext (a pop leases one partition: pop until all four are held).
+    const msgs = [];
+    for (let i = 0; i < 10 && msgs.length < 4; i++)
+        msgs.push(...await popMessages(U, 'kseal', { batch: 10, wait: 'false' }));
+    assert.deepEqual(msgs.map((m) => m.data).sort((a, b) => JSON.stringify(a) < JSON.stringify(b) ? -1 : 1),
+                     ['classified text', 'gamma-secret', { secret: 'alpha' }, { secret: 'beta' }]
+                         .sort((a, b) => JSON.stringify(a) < JSON.stringify(b) ? -1 : 1));
 });
 
 test('the configure option kafkaPartitions: set over HTTP, kept when left out, fixed once set, 0 switches the view off', async () => {

@@ -62,9 +62,10 @@ s_pack_str (msgpack_packer *pk, const char *s)
     msgpack_pack_str_body (pk, s, strlen (s));
 }
 
-//  A JSON 1.0 request for `op` with `body`.
+//  A JSON 1.0 request for `op` with `body`, signed by access key `akid`
+//  (NULL: no Authorization header; signatures are not verified here).
 static void
-s_json_request (qn_fake_t *fake, uint64_t conn, const char *op, const char *body)
+s_json_request_as (qn_fake_t *fake, uint64_t conn, const char *op, const char *body, const char *akid)
 {
     msgpack_sbuffer b;
     msgpack_sbuffer_init (&b);
@@ -76,7 +77,15 @@ s_json_request (qn_fake_t *fake, uint64_t conn, const char *op, const char *body
     s_pack_str (&pk, "POST");
     s_pack_str (&pk, "/");
     msgpack_pack_true (&pk);
-    msgpack_pack_array (&pk, 2);
+    msgpack_pack_array (&pk, akid? 3: 2);
+    if (akid) {
+        char auth [256];
+        snprintf (auth, sizeof auth, "AWS4-HMAC-SHA256 Credential=%s/20261201/us-east-1/sqs/aws4_request, "
+                  "SignedHeaders=host;x-amz-date, Signature=%064d", akid, 0);
+        msgpack_pack_array (&pk, 2);
+        s_pack_str (&pk, "Authorization");
+        s_pack_str (&pk, auth);
+    }
     char target [64];
     snprintf (target, sizeof target, "AmazonSQS.%s", op);
     msgpack_pack_array (&pk, 2);
@@ -88,6 +97,12 @@ s_json_request (qn_fake_t *fake, uint64_t conn, const char *op, const char *body
     assert_int_equal (qn_fake_deliver (fake, "codec_sqs", QN_MSG_HTTP_REQUEST, b.data, b.size,
                                        body, strlen (body)), 0);
     msgpack_sbuffer_destroy (&b);
+}
+
+static void
+s_json_request (qn_fake_t *fake, uint64_t conn, const char *op, const char *body)
+{
+    s_json_request_as (fake, conn, op, body, NULL);
 }
 
 //  The next PG_EXEC: its index; asserts the statement; body decoded.
@@ -210,6 +225,77 @@ test_send_message (void **state)
     qn_buf_free (&out);
 }
 
+//  An access key of queen.sqs_keys: the first request asks pg_reader for it
+//  and waits; the answer's tenant is then every statement's tenant, and a
+//  second request of the key asks nothing. A disabled key acts (unverified)
+//  for the default tenant.
+static void
+test_access_key_tenant (void **state)
+{
+    s_world_t *w = *state;
+    const char *req = "{\"QueueUrl\":\"http://x/000000000000/q1\",\"AttributeNames\":[\"All\"]}";
+    s_json_request_as (w->fake, 4, "GetQueueAttributes", req, "QNAKACME");
+    int i = qn_fake_next (w->fake, QN_MSG_PG_EXEC);
+    assert_true (i >= 0);
+    const qn_fake_msg_t *m = qn_fake_msg (w->fake, (size_t) i);
+    assert_string_equal (m->to, "pg_reader");
+    msgpack_unpacked body;
+    msgpack_unpacked_init (&body);
+    assert_int_equal (msgpack_unpack_next (&body, m->body.data, m->body.len, NULL), MSGPACK_UNPACK_SUCCESS);
+    assert_int_equal (body.data.via.array.ptr [0].via.u64, QN_SQL_SQS_KEY_GET);
+    s_assert_str (&body.data.via.array.ptr [2].via.array.ptr [0], "QNAKACME");
+    msgpack_unpacked_destroy (&body);
+    //  Nothing else until the key is known.
+    assert_int_equal (qn_fake_next (w->fake, QN_MSG_PG_EXEC), -1);
+    //  [secret, tenant, enabled]
+    msgpack_sbuffer b;
+    msgpack_sbuffer_init (&b);
+    msgpack_packer pk;
+    msgpack_packer_init (&pk, &b, msgpack_sbuffer_write);
+    s_result_head (&pk, 1);
+    msgpack_pack_array (&pk, 3);
+    s_pack_str (&pk, "acme-secret");
+    s_pack_str (&pk, "acme");
+    msgpack_pack_true (&pk);
+    assert_int_equal (qn_fake_answer (w->fake, (size_t) i, QN_MSG_PG_RESULT, b.data, b.size), 0);
+    msgpack_sbuffer_destroy (&b);
+    //  Replayed: the queue is looked up as tenant acme's.
+    i = s_next_exec (w->fake, QN_SQL_SQS_QUEUE, &body);
+    s_assert_str (&body.data.via.array.ptr [2].via.array.ptr [0], "acme");
+    s_assert_str (&body.data.via.array.ptr [2].via.array.ptr [1], "q1");
+    msgpack_unpacked_destroy (&body);
+    s_answer_queue (w->fake, i, 1);
+    qn_buf_t out = QN_BUF_INIT;
+    assert_int_equal (s_response (w->fake, &out), 200);
+    //  Cached: straight to the queue, as acme.
+    s_json_request_as (w->fake, 4, "GetQueueAttributes", req, "QNAKACME");
+    i = s_next_exec (w->fake, QN_SQL_SQS_QUEUE, &body);
+    s_assert_str (&body.data.via.array.ptr [2].via.array.ptr [0], "acme");
+    msgpack_unpacked_destroy (&body);
+    s_answer_queue (w->fake, i, 1);
+    assert_int_equal (s_response (w->fake, &out), 200);
+    //  A disabled key: the default tenant (verification is off here).
+    s_json_request_as (w->fake, 5, "GetQueueAttributes", req, "QNAKOFF");
+    i = qn_fake_next (w->fake, QN_MSG_PG_EXEC);
+    assert_true (i >= 0);
+    assert_string_equal (qn_fake_msg (w->fake, (size_t) i)->to, "pg_reader");
+    msgpack_sbuffer_init (&b);
+    msgpack_packer_init (&pk, &b, msgpack_sbuffer_write);
+    s_result_head (&pk, 1);
+    msgpack_pack_array (&pk, 3);
+    s_pack_str (&pk, "off-secret");
+    s_pack_str (&pk, "globex");
+    msgpack_pack_false (&pk);
+    assert_int_equal (qn_fake_answer (w->fake, (size_t) i, QN_MSG_PG_RESULT, b.data, b.size), 0);
+    msgpack_sbuffer_destroy (&b);
+    i = s_next_exec (w->fake, QN_SQL_SQS_QUEUE, &body);
+    s_assert_str (&body.data.via.array.ptr [2].via.array.ptr [0], "");
+    msgpack_unpacked_destroy (&body);
+    s_answer_queue (w->fake, i, 1);
+    assert_int_equal (s_response (w->fake, &out), 200);
+    qn_buf_free (&out);
+}
+
 static void
 test_missing_queue (void **state)
 {
@@ -311,6 +397,7 @@ main (void)
     const struct CMUnitTest tests [] = {
         cmocka_unit_test_setup_teardown (test_send_message, s_setup, s_teardown),
         cmocka_unit_test_setup_teardown (test_missing_queue, s_setup, s_teardown),
+        cmocka_unit_test_setup_teardown (test_access_key_tenant, s_setup, s_teardown),
         cmocka_unit_test_setup_teardown (test_create_queue_url, s_setup, s_teardown),
         cmocka_unit_test_setup_teardown (test_receive_parks_and_wakes, s_setup, s_teardown),
     };
