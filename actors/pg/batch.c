@@ -3,7 +3,9 @@
     spool) arrives here and is routed by the pure decision of push_route.h:
     into PostgreSQL, where concurrent pushes are merged into one queen.push
     call (typed arrays; a push waits for a batch only while every push lane
-    is busy, so light load gets low latency and heavy load big batches),
+    is busy, so light load gets low latency and heavy load big batches;
+    the second lane starts only on partitions the batch in flight does not
+    hold, so two lanes never wait on each other's partition locks),
     or to the disk spool with the pusher's reply address, so the spool
     answers the pusher itself after fdatasync. A push that PostgreSQL could
     not take for a connection-class reason goes to the spool too: a push
@@ -232,11 +234,33 @@ s_part_key (const msgpack_object *item)
     return h ? h : 1;
 }
 
+static int
+s_key_cmp (const void *a, const void *b)
+{
+    uint64_t x = *(const uint64_t *) a, y = *(const uint64_t *) b;
+    return x < y ? -1 : x > y;
+}
+
+bool
+qn_pgw_push_conflicts (const qn_pgw_push_t *r, const qn_pgw_job_t *busy)
+{
+    if (!busy || !busy->part_count)
+        return false;
+    for (uint32_t i = 0; i < r->count; i++) {
+        uint64_t k = s_part_key (&r->items [i]);
+        if (bsearch (&k, busy->part_keys, busy->part_count, sizeof k, s_key_cmp))
+            return true;
+    }
+    return false;
+}
+
 //  Takes queued push requests into one batch: same tenant, at most
 //  PUSH_MAX_BATCH items and 256 distinct partitions (a single request may
-//  exceed both: it stays whole, so a push is atomic).
+//  exceed both: it stays whole, so a push is atomic), none after the
+//  first that shares a partition with busy (requests keep their order).
+//  Records the batch's partition keys, sorted, for the other lane.
 qn_pgw_job_t *
-qn_pgw_build_push_batch (qn_pgw_t *self)
+qn_pgw_build_push_batch (qn_pgw_t *self, const qn_pgw_job_t *busy)
 {
     qn_pgw_job_t *j = qn_zalloc (sizeof *j);
     j->kind = J_PUSH;
@@ -269,7 +293,7 @@ qn_pgw_build_push_batch (qn_pgw_t *self)
                     fresh [added++] = k;
             }
         }
-        if (over && last)
+        if ((over || qn_pgw_push_conflicts (r, busy)) && last)
             break;
         memcpy (seen + parts, fresh, added * sizeof *fresh);
         parts += added;
@@ -287,6 +311,18 @@ qn_pgw_build_push_batch (qn_pgw_t *self)
         if (over)
             break;
     }
+    //  Every partition key of the batch (a request over the cap included),
+    //  sorted and distinct.
+    j->part_keys = qn_malloc ((j->item_count ? j->item_count : 1) * sizeof *j->part_keys);
+    uint32_t nk = 0;
+    for (qn_pgw_push_t *r = j->reqs; r; r = r->next)
+        for (uint32_t i = 0; i < r->count; i++)
+            j->part_keys [nk++] = s_part_key (&r->items [i]);
+    qsort (j->part_keys, nk, sizeof *j->part_keys, s_key_cmp);
+    j->part_count = 0;
+    for (uint32_t i = 0; i < nk; i++)
+        if (!j->part_count || j->part_keys [j->part_count - 1] != j->part_keys [i])
+            j->part_keys [j->part_count++] = j->part_keys [i];
     //  Parameters: tenant, queues, partitions, txn ids, payloads, trace
     //  ids, producers, encrypted flags, strict.
     static const uint32_t elems [7] = {

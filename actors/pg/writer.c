@@ -119,6 +119,7 @@ qn_pgw_job_free (qn_pgw_job_t *j)
 {
     qn_buf_free (&j->params);
     free (j->sql);
+    free (j->part_keys);
     while (j->reqs) {
         qn_pgw_push_t *next = j->reqs->next;
         qn_pgw_push_free (j->reqs);
@@ -289,6 +290,19 @@ s_idle_conn (qn_pgw_t *self)
     return NULL;
 }
 
+//  The push batch in flight, if any (the lane limit is 2: at most one
+//  other).
+_Static_assert (QN_PGW_PUSH_LANES == 2, "s_busy_push assumes two push lanes");
+static const qn_pgw_job_t *
+s_busy_push (qn_pgw_t *self)
+{
+    for (uint32_t i = 0; i < self->pool_size; i++)
+        if (self->pool [i].state == C_BUSY && self->pool [i].job
+            && self->pool [i].job->kind == J_PUSH)
+            return self->pool [i].job;
+    return NULL;
+}
+
 //  Hands queued work to idle connections: pushes first (up to the lane
 //  limit), then statements in arrival order.
 void
@@ -297,10 +311,16 @@ qn_pgw_pump (qn_pgw_t *self)
     qn_pgw_conn_t *c;
     while ((c = s_idle_conn (self))) {
         if (self->push_head && self->push_in_flight < QN_PGW_PUSH_LANES) {
-            qn_pgw_job_t *j = qn_pgw_build_push_batch (self);
-            self->push_in_flight++;
-            qn_pgw_conn_send (self, c, j);
-            continue;
+            //  A lane starts only on partitions no push in flight holds:
+            //  pushes sharing a partition would serialise on its lock in
+            //  PostgreSQL anyway; waiting here lets them merge instead.
+            const qn_pgw_job_t *busy = s_busy_push (self);
+            if (!busy || !qn_pgw_push_conflicts (self->push_head, busy)) {
+                qn_pgw_job_t *j = qn_pgw_build_push_batch (self, busy);
+                self->push_in_flight++;
+                qn_pgw_conn_send (self, c, j);
+                continue;
+            }
         }
         if (!self->head)
             break;

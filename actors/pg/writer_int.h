@@ -74,6 +74,8 @@ struct qn_pgw_job {
     bool nulls [QN_SQL_MAX_PARAMS];
     qn_pgw_push_t *reqs;        //  Owned, J_PUSH: the merged requests
     uint32_t item_count;
+    uint64_t *part_keys;        //  Owned, J_PUSH: the batch's partition keys, sorted
+    uint32_t part_count;
     qn_pgw_done_fn *done;       //  Internal job: called instead of a reply
     int64_t arg;                //  For done
 };
@@ -164,7 +166,15 @@ void qn_pgw_publish_health (qn_pgw_t *self, bool up);
 // ------------------------------------------------------------------ batch.c
 int qn_pgw_on_push (void *self_, const qn_env_t *env);
 int qn_pgw_on_drained (void *self_, const qn_env_t *env);
-qn_pgw_job_t *qn_pgw_build_push_batch (qn_pgw_t *self);
+//  Takes queued push requests into one batch. busy (NULL: none) is the
+//  push batch in flight on the other lane: the batch stops before the
+//  first request that shares a partition with it.
+qn_pgw_job_t *qn_pgw_build_push_batch (qn_pgw_t *self, const qn_pgw_job_t *busy);
+//  True when the first queued push request shares a partition with the
+//  in-flight push batch busy: a second lane would only wait in
+//  PostgreSQL for busy's partition locks, so the request waits here and
+//  merges with later ones instead.
+bool qn_pgw_push_conflicts (const qn_pgw_push_t *r, const qn_pgw_job_t *busy);
 void qn_pgw_finish_push (qn_pgw_t *self, qn_pgw_job_t *j, qn_pgw_conn_t *c);
 //  A push job that did not run (connection lost, no connection):
 //  requests that may go to the spool go there, the others are refused.
