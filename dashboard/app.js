@@ -462,14 +462,23 @@ async function viewMessages (main) {
 }
 
 // ---------------------------------------------------------------- dead letters
+// Newest first, a page at a time (keyset pages of
+// /api/v1/resources/dead-letters: no offset, no total); requeue or delete
+// one entry, or the ones ticked on this page.
 async function viewDlq (main) {
   const q = hashQuery();
-  const queue = q.get('queue') || '';
   main.append(el('h1', {}, 'Dead letters'));
-  main.append(el('form', { class: 'row panel', onsubmit: (ev) => { ev.preventDefault(); location.hash = `#/dlq?queue=${enc(ev.target.elements.queue.value)}`; } },
-    el('label', {}, 'queue', el('input', { name: 'queue', value: queue, id: 'dlq-queue' })), el('button', { type: 'submit' }, 'Show')));
-  const r = await get(`/api/v1/dlq?limit=100${queue ? `&queue=${enc(queue)}` : ''}`);
-  const rows = r.messages || [];
+  main.append(el('form', { class: 'row panel', onsubmit: (ev) => {
+    ev.preventDefault();
+    const p = new URLSearchParams();
+    for (const k of ['queue', 'consumerGroup', 'partition']) if (ev.target.elements[k].value) p.set(k, ev.target.elements[k].value);
+    location.hash = `#/dlq?${p}`;
+  } },
+  el('label', {}, 'queue', el('input', { name: 'queue', value: q.get('queue') || '', id: 'dlq-queue' })),
+  el('label', {}, 'group', el('input', { name: 'consumerGroup', value: q.get('consumerGroup') || '' })),
+  el('label', {}, 'partition', el('input', { name: 'partition', value: q.get('partition') || '' })),
+  el('button', { type: 'submit' }, 'Show')));
+  let rows = [];
   const chosen = new Set();
   const selected = () => rows.filter((m) => chosen.has(m.dlqId));
   // Requeue / delete: one request per queue (the API takes one queue).
@@ -483,21 +492,32 @@ async function viewDlq (main) {
       }
     });
   };
-  main.append(el('div', { class: 'row' },
-    el('span', { class: 'muted' }, `${fmt(r.total)} entries`),
-    el('button', { id: 'dlq-requeue-selected', onclick: () => many('requeued', selected()) }, 'Requeue selected'),
-    el('button', { class: 'danger', id: 'dlq-delete-selected', onclick: () => { if (confirm('Delete the selected entries?')) many('deleted', selected()); } }, 'Delete selected')),
-  el('div', { class: 'panel', id: 'dlq-table' }, table([
+  const box = el('div', { class: 'panel', id: 'dlq-table' });
+  const load = pager(box, 'dlq', async (cursor) => {
+    const p = new URLSearchParams({ limit: '50' });
+    for (const k of ['queue', 'consumerGroup', 'partition']) if (q.get(k)) p.set(k, q.get(k));
+    if (cursor) p.set('cursor', cursor);
+    const r = await get(`/api/v1/resources/dead-letters?${p}`);
+    rows = r.messages || [];
+    chosen.clear();
+    return { rows, next: r.next };
+  }, (page) => table([
     { label: '', get: (m) => el('input', { type: 'checkbox', class: 'dlq-pick', onchange: (e) => e.target.checked ? chosen.add(m.dlqId) : chosen.delete(m.dlqId) }) },
     { label: 'failed', get: (m) => when(m.failedAt) },
     { label: 'queue / partition', get: (m) => `${m.queue} / ${m.partition}` },
     { label: 'group', get: (m) => m.consumerGroup },
     { label: 'error', get: (m) => m.errorMessage || '–' },
-    { label: 'payload', get: (m) => el('code', {}, JSON.stringify(m.data).slice(0, 80)) },
+    { label: 'payload', get: (m) => el('code', { class: 'dlq-data' }, JSON.stringify(m.data).slice(0, 80)) },
     { label: '', get: (m) => el('span', { class: 'row' },
       el('button', { class: 'plain dlq-requeue', onclick: () => many('requeued', [m]) }, 'Requeue'),
       el('button', { class: 'plain dlq-delete', onclick: () => { if (confirm('Delete this entry?')) many('deleted', [m]); } }, 'Delete')) },
-  ], rows, 'The dead-letter queue is empty.')));
+  ], page, 'The dead-letter queue is empty.'));
+  main.append(el('div', { class: 'row' },
+    el('span', { class: 'muted' }, 'Newest first.'),
+    el('button', { id: 'dlq-requeue-selected', onclick: () => many('requeued', selected()) }, 'Requeue selected'),
+    el('button', { class: 'danger', id: 'dlq-delete-selected', onclick: () => { if (confirm('Delete the selected entries?')) many('deleted', selected()); } }, 'Delete selected')),
+  box);
+  await load();
 }
 
 // ---------------------------------------------------------------- kv and timers

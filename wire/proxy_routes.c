@@ -97,6 +97,7 @@ static const s_row_t s_table [] = {
     { "GET",    "/api/v1/resources/queues/:queue/partitions", QN_PR_FORWARD, READ },
     { "GET",    "/api/v1/resources/queues/:queue/messages", QN_PR_FORWARD, READ },
     { "GET",    "/api/v1/resources/kv-buckets", QN_PR_FORWARD, READ },
+    { "GET",    "/api/v1/resources/dead-letters", QN_PR_FORWARD, READ },
     { "GET",    "/api/v1/resources/streams", QN_PR_FORWARD, READ },
     { "GET",    "/api/v1/resources/namespaces", QN_PR_FORWARD, READ },
     { "GET",    "/api/v1/resources/tasks", QN_PR_FORWARD, READ },

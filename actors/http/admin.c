@@ -678,6 +678,10 @@ S_API (s_queue_messages, .fn = "api_queue_messages",
                  { .type = S_NAME, .src = S_QUERY, .name = "cursor", .max = 20 + S_NAME_MAX },
                  Q_LIMIT ("50") })
 S_API (s_kv_buckets, .fn = "api_kv_buckets", .args = { Q_NAME ("after"), Q_LIMIT ("100") })
+S_API (s_dead_letters, .fn = "api_dead_letters",
+       .args = { Q_NAME ("queue"), Q_NAME ("consumerGroup"), Q_NAME ("partition"), Q_TS ("from"), Q_TS ("to"),
+                 { .type = S_NAME, .src = S_QUERY, .name = "cursor", .max = 40 },
+                 { .type = S_INT, .src = S_QUERY, .name = "limit", .min = 1, .max = 1000, .dflt = "100" } })
 S_API (s_streams, .fn = "api_streams")
 S_API (s_namespaces, .fn = "api_namespaces")
 S_API (s_tasks, .fn = "api_tasks")
@@ -777,6 +781,7 @@ const qn_http_route_t qn_http_routes_admin [] = {
     { "GET",    "/api/v1/resources/queues/:queue/partitions", s_queue_partitions, RO },
     { "GET",    "/api/v1/resources/queues/:queue/messages", s_queue_messages, RO },
     { "GET",    "/api/v1/resources/kv-buckets", s_kv_buckets, RO },
+    { "GET",    "/api/v1/resources/dead-letters", s_dead_letters, RO },
     { "GET",    "/api/v1/resources/streams", s_streams, RO },
     { "GET",    "/api/v1/resources/namespaces", s_namespaces, RO },
     { "GET",    "/api/v1/resources/tasks", s_tasks, RO },

@@ -7,7 +7,9 @@
     that used its whole budget may have more to do, so the call repeats at
     once (at most S_MAX_ROUNDS times per tick). queen.ensure_segments runs
     every 10 s on its own, so new segments exist even between long
-    retention intervals. Each tick also calls queen.sqs_sweep (5000): the
+    retention intervals; the same tick calls queen._ingest_rollup, which
+    folds the partitions' pushed counts into the per-minute ingest counts
+    the throughput reads use (docs/operations.md). Each tick also calls queen.sqs_sweep (5000): the
     SQS door's expired dedup entries and the metadata / receive counts of
     messages that are gone (docs/sqs.md).
     Every broker runs this: the SQL is safe to run concurrently (small
@@ -39,6 +41,7 @@ typedef struct {
     bool running;               //  A retention_run is in flight
     int rounds;                 //  Calls made in this tick
     bool segments_running;
+    bool rollup_running;        //  A _ingest_rollup is in flight
     bool sqs_running;           //  A sqs_sweep is in flight
     bool failing;               //  Last call failed (logged once)
     msgpack_sbuffer out;
@@ -209,14 +212,36 @@ s_on_segments_reply (void *self_, void *arg, const qn_env_t *env)
 }
 
 static void
+s_on_rollup_reply (void *self_, void *arg, const qn_env_t *env)
+{
+    (void) arg;
+    self_t *self = self_;
+    self->rollup_running = false;
+    qn_pg_result_t res;
+    qn_pg_result_decode (env ? env->body.ptr : NULL, env ? env->body.len : 0, &res);
+    char why [300];
+    if (qn_pg_result_failed (&res, why, sizeof why))
+        s_failed (self, "ingest rollup", why);
+    qn_pg_result_free (&res);
+}
+
+static void
 s_on_segments_tick (void *self_, void *arg)
 {
     (void) arg;
     self_t *self = self_;
-    if (self->segments_running)
-        return;
-    if (s_exec (self, QN_SQL_ENSURE_SEGMENTS, 0, false, s_on_segments_reply) == 0)
+    if (!self->segments_running
+    &&  s_exec (self, QN_SQL_ENSURE_SEGMENTS, 0, false, s_on_segments_reply) == 0)
         self->segments_running = true;
+    //  Not a catalogue statement: one call every 10 s, SQL text is enough
+    if (!self->rollup_running) {
+        qn_pg_args_clear (&self->args);
+        uint32_t timeout = (uint32_t) self->config->db_statement_timeout_ms + 2000;
+        if (qn_pg_call (self->kernel, "pg_writer", &self->out, QN_SQL_RAW,
+                        "SELECT queen._ingest_rollup ()", &self->args, timeout,
+                        s_on_rollup_reply, NULL) == 0)
+            self->rollup_running = true;
+    }
 }
 
 static int

@@ -330,7 +330,7 @@ DECLARE
   v_counts record;
   v_msgs   json;
   v_lag    record;
-  v_in     bigint;
+  v_in     numeric;
 BEGIN
   SELECT count(*) AS queues,
          (SELECT count(*) FROM queen.partitions p JOIN queen.queues q2 ON q2.id = p.queue_id
@@ -354,12 +354,11 @@ BEGIN
     INTO v_lag
     FROM queen._admin_lag_pairs(p_tenant) x;
 
-  SELECT count(*) INTO v_in
-    FROM queen.messages m
-    JOIN queen.partitions p ON p.id = m.partition_id
-    JOIN queen.queues q ON q.id = p.queue_id AND q.tenant = p_tenant
-   WHERE m.seq >= queen._seq_floor(now() - interval '1 minute')
-     AND m.created_at > now() - interval '1 minute';
+  -- pushed in the current and the previous minute, from the ingest rollup
+  -- (66_stats.sql _ingest_counts: no message read), per second of that span
+  SELECT COALESCE(sum(c.n), 0) / GREATEST(extract(epoch FROM now() - (date_trunc('minute', now()) - interval '1 minute')), 1)
+    INTO v_in
+    FROM queen._ingest_counts(p_tenant, NULL, NULL, NULL, date_trunc('minute', now()) - interval '1 minute', now()) c;
 
   RETURN QUERY SELECT 200, json_build_object(
     'queues', v_counts.queues, 'partitions', v_counts.partitions,
@@ -370,7 +369,7 @@ BEGIN
                                 'min', round(v_lag.t_min)::bigint, 'max', round(v_lag.t_max)::bigint),
       'offset', json_build_object('avg', round(v_lag.o_avg)::bigint, 'median', round(v_lag.o_med::numeric)::bigint,
                                   'min', v_lag.o_min::bigint, 'max', v_lag.o_max::bigint)),
-    'throughput', json_build_object('ingestedPerSecond', round(v_in / 60.0, 3), 'processedPerSecond', 0),
+    'throughput', json_build_object('ingestedPerSecond', round(v_in, 3), 'processedPerSecond', 0),
     'timestamp', queen._ts_ms(now()),
     'statsAge', 0);
 END
@@ -1167,14 +1166,11 @@ BEGIN
   v_mins := GREATEST(ceil(extract(epoch FROM v_to - v_start) / 60 / 60), 1)::int;
   v_points := GREATEST(ceil(extract(epoch FROM v_to - v_start) / 60 / v_mins), 1)::int;
 
-  WITH parts AS (
-    SELECT p.id FROM queen.queues q JOIN queen.partitions p ON p.queue_id = q.id
-     WHERE q.tenant = p_tenant AND (p_queue IS NULL OR q.name = p_queue)
-       AND (p_ns IS NULL OR q.namespace = p_ns) AND (p_task IS NULL OR q.task = p_task)),
-  c AS (
-    SELECT floor(extract(epoch FROM m.created_at - v_start) / (v_mins * 60))::int AS b, count(*) AS n
-      FROM parts JOIN queen.messages m ON m.partition_id = parts.id
-     WHERE m.seq >= queen._seq_floor(v_start) AND m.created_at >= v_start AND m.created_at <= v_to
+  -- per minute from the ingest rollup (66_stats.sql _ingest_counts): no
+  -- message read
+  WITH c AS (
+    SELECT floor(extract(epoch FROM x.minute - v_start) / (v_mins * 60))::int AS b, sum(x.n) AS n
+      FROM queen._ingest_counts(p_tenant, p_queue, p_ns, p_task, v_start, v_to) x
      GROUP BY 1)
   SELECT json_agg(json_build_object(
            'timestamp', queen._ts_ms(v_start + make_interval(mins => i * v_mins)),

@@ -11,7 +11,8 @@ CREATE FUNCTION queen._stats_segment_dropped(p_relname text) RETURNS void
 LANGUAGE plpgsql AS $$
 BEGIN
   EXECUTE format(
-    'UPDATE queen.partition_stats s SET messages = s.messages - d.n, updated_at = now()
+    'UPDATE queen.partition_stats s
+        SET messages = s.messages - d.n, removed = s.removed + d.n, updated_at = now()
        FROM (SELECT partition_id, count(*) AS n FROM queen.%I GROUP BY partition_id) d
       WHERE s.partition_id = d.partition_id', p_relname);
 END
@@ -244,4 +245,164 @@ LANGUAGE sql STABLE AS $$
     CROSS JOIN LATERAL (SELECT count(*) AS n, max(st.updated_at) AS at
                           FROM queen_streams.state st WHERE st.query_id = q.id) s
    WHERE q.tenant = p_tenant
+$$;
+
+-- ---------------------------------------------------------------------------
+-- Dead letters a page at a time (docs/http-api.md "Dashboard reads")
+-- ---------------------------------------------------------------------------
+
+-- One page of the tenant's dead letters, newest first by (failed_at, id),
+-- after `p_cursor` (keyset: the `next` of the previous page,
+-- '<failed_at in epoch microseconds>:<id>'), optionally of one queue, one
+-- consumer group, one partition name, failed in [p_from, p_to]. Each queue
+-- of the scope gives its newest p_limit + 1 entries past the cursor from one
+-- index range (migrations/0019_ops.sql: (queue_id, failed_at, id), with a
+-- group (queue_id, consumer_group, failed_at, id), with a partition
+-- (partition_id, failed_at, id)) and the page is the newest of those: no
+-- OFFSET, no count. `next` is null on the last page.
+CREATE FUNCTION queen.api_dead_letters(p_tenant text, p_queue text, p_group text, p_partition text,
+  p_from timestamptz, p_to timestamptz, p_cursor text, p_limit int)
+RETURNS TABLE(status int, body json)
+LANGUAGE plpgsql STABLE AS $$
+#variable_conflict use_column
+DECLARE
+  -- no cursor, no range: bounds that hold for every row, so that every
+  -- condition stays an index condition in a generic plan too
+  v_cf   timestamptz := 'infinity';
+  v_cid  bigint := 9223372036854775807;
+  v_lo   timestamptz := COALESCE(p_from, '-infinity');
+  v_hi   timestamptz := COALESCE(p_to, 'infinity');
+  v_ids  bigint[];
+  v_next text;
+BEGIN
+  IF p_cursor IS NOT NULL THEN
+    IF p_cursor !~ '^[0-9]{1,18}:[0-9]{1,18}$' THEN
+      RETURN QUERY SELECT * FROM queen._err(400, 'Invalid cursor: must be the next of a previous page');
+      RETURN;
+    END IF;
+    v_cf := timestamptz 'epoch' + split_part(p_cursor, ':', 1)::bigint * interval '1 microsecond';
+    v_cid := split_part(p_cursor, ':', 2)::bigint;
+  END IF;
+  WITH src AS MATERIALIZED (
+    SELECT q.id AS qid, p.id AS pid
+      FROM queen.queues q
+      LEFT JOIN queen.partitions p ON p_partition IS NOT NULL AND p.queue_id = q.id AND p.name = p_partition
+     WHERE q.tenant = p_tenant AND (p_queue IS NULL OR q.name = p_queue)
+       AND (p_partition IS NULL OR p.id IS NOT NULL)),
+  cand AS (
+    SELECT x.id, x.failed_at FROM src CROSS JOIN LATERAL (
+      (SELECT d.id, d.failed_at FROM queen.dead_letters d
+        WHERE src.pid IS NOT NULL AND d.partition_id = src.pid
+          AND (p_group IS NULL OR d.consumer_group = p_group)
+          AND (d.failed_at, d.id) < (v_cf, v_cid) AND d.failed_at >= v_lo AND d.failed_at <= v_hi
+        ORDER BY d.failed_at DESC, d.id DESC LIMIT p_limit + 1)
+      UNION ALL
+      (SELECT d.id, d.failed_at FROM queen.dead_letters d
+        WHERE src.pid IS NULL AND p_group IS NOT NULL AND d.queue_id = src.qid AND d.consumer_group = p_group
+          AND (d.failed_at, d.id) < (v_cf, v_cid) AND d.failed_at >= v_lo AND d.failed_at <= v_hi
+        ORDER BY d.failed_at DESC, d.id DESC LIMIT p_limit + 1)
+      UNION ALL
+      (SELECT d.id, d.failed_at FROM queen.dead_letters d
+        WHERE src.pid IS NULL AND p_group IS NULL AND d.queue_id = src.qid
+          AND (d.failed_at, d.id) < (v_cf, v_cid) AND d.failed_at >= v_lo AND d.failed_at <= v_hi
+        ORDER BY d.failed_at DESC, d.id DESC LIMIT p_limit + 1)) x
+     ORDER BY x.failed_at DESC, x.id DESC LIMIT p_limit + 1)
+  SELECT array_agg(cand.id ORDER BY cand.failed_at DESC, cand.id DESC) INTO v_ids FROM cand;
+  IF cardinality(v_ids) > p_limit THEN
+    SELECT (extract(epoch FROM d.failed_at) * 1000000)::bigint || ':' || d.id INTO v_next
+      FROM queen.dead_letters d WHERE d.id = v_ids[p_limit];
+  END IF;
+  RETURN QUERY
+  SELECT 200, json_build_object(
+    'messages', COALESCE((SELECT json_agg(json_build_object(
+        'id', queen.uuid_of(1, d.seq), 'dlqId', queen.uuid_of(5, d.id),
+        'transactionId', COALESCE(d.txn_id::text, queen.uuid_of(1, d.seq)::text),
+        'partitionId', queen.uuid_of(2, d.partition_id), 'queue', q.name, 'partition', p.name,
+        'consumerGroup', d.consumer_group, 'errorMessage', d.error, 'retryCount', d.retry_count,
+        'data', queen._payload_json(d.payload), 'producerSub', d.producer,
+        'createdAt', queen._ts_ms(d.created_at), 'failedAt', queen._ts_ms(d.failed_at))
+      ORDER BY u.o)
+      FROM unnest(v_ids[1:p_limit]) WITH ORDINALITY AS u(id, o)
+      -- one primary-key probe per entry, whatever the estimates
+      CROSS JOIN LATERAL (SELECT * FROM queen.dead_letters x WHERE x.id = u.id LIMIT 1) d
+      JOIN queen.queues q ON q.id = d.queue_id
+      JOIN queen.partitions p ON p.id = d.partition_id), '[]'::json),
+    'next', v_next);
+END
+$$;
+
+-- ---------------------------------------------------------------------------
+-- The ingest rollup: throughput without reading messages
+-- ---------------------------------------------------------------------------
+
+-- Folds the growth of each partition's pushed count (partition_stats
+-- messages + removed) past its mark (ingest_marks) into the per-queue,
+-- per-minute counts (ingest_minutes), in the minute of the partition's last
+-- push, and moves the marks. Reads only the partitions written to since a
+-- minute before the last run (a push that committed later than that is
+-- counted at the partition's next push: late, never lost). One runner at a
+-- time (others return 0). Prunes minutes older than seven days. Called by
+-- the retention actor's segment tick, every 10 s on each broker (never from
+-- the push path). Returns the messages rolled up.
+CREATE FUNCTION queen._ingest_rollup() RETURNS bigint
+LANGUAGE plpgsql AS $$
+DECLARE
+  v_at  timestamptz;
+  v_n   bigint;
+BEGIN
+  SELECT (value #>> '{}')::timestamptz INTO v_at FROM queen.system_state
+   WHERE key = 'ingest_rolled_at' FOR UPDATE SKIP LOCKED;
+  IF NOT FOUND THEN
+    RETURN 0;
+  END IF;
+  WITH d AS MATERIALIZED (
+    SELECT s.partition_id AS pid, s.messages + s.removed AS pushed,
+           s.messages + s.removed - COALESCE(m.pushed, 0) AS n, date_trunc('minute', s.updated_at) AS minute
+      FROM queen.partition_stats s
+      LEFT JOIN queen.ingest_marks m ON m.partition_id = s.partition_id
+     WHERE s.updated_at >= v_at - interval '1 minute'
+       AND s.messages + s.removed > COALESCE(m.pushed, 0)),
+  mk AS (
+    INSERT INTO queen.ingest_marks AS m (partition_id, pushed)
+    SELECT d.pid, d.pushed FROM d ORDER BY d.pid
+    ON CONFLICT (partition_id) DO UPDATE SET pushed = EXCLUDED.pushed),
+  mn AS (
+    INSERT INTO queen.ingest_minutes AS i (queue_id, minute, ingested)
+    SELECT p.queue_id, d.minute, sum(d.n) FROM d JOIN queen.partitions p ON p.id = d.pid
+     GROUP BY 1, 2 ORDER BY 1, 2
+    ON CONFLICT (queue_id, minute) DO UPDATE SET ingested = i.ingested + EXCLUDED.ingested)
+  SELECT COALESCE(sum(d.n), 0) INTO v_n FROM d;
+  UPDATE queen.system_state SET value = to_jsonb(clock_timestamp()) WHERE key = 'ingest_rolled_at';
+  DELETE FROM queen.ingest_minutes WHERE minute < now() - interval '7 days';
+  RETURN v_n;
+END
+$$;
+
+-- Messages pushed per minute into the tenant's queues (optionally one
+-- queue, namespace, task) in the minutes [p_from, p_to]: the rolled-up
+-- minutes plus each partition's growth past its mark (in the minute of its
+-- last push). Reads ingest_minutes, and the partition_stats of the scope
+-- written since a minute before the last rollup; never a message.
+CREATE FUNCTION queen._ingest_counts(p_tenant text, p_queue text, p_ns text, p_task text,
+  p_from timestamptz, p_to timestamptz)
+RETURNS TABLE(minute timestamptz, n bigint)
+LANGUAGE sql STABLE AS $$
+  WITH qs AS MATERIALIZED (
+    SELECT q.id FROM queen.queues q
+     WHERE q.tenant = p_tenant AND (p_queue IS NULL OR q.name = p_queue)
+       AND (p_ns IS NULL OR q.namespace = p_ns) AND (p_task IS NULL OR q.task = p_task)),
+  at AS (SELECT COALESCE((SELECT (value #>> '{}')::timestamptz FROM queen.system_state
+                           WHERE key = 'ingest_rolled_at'), '-infinity') AS t)
+  SELECT x.minute, sum(x.n)::bigint FROM (
+    SELECT i.minute, i.ingested AS n FROM qs JOIN queen.ingest_minutes i ON i.queue_id = qs.id
+     WHERE i.minute >= date_trunc('minute', p_from) AND i.minute <= p_to
+    UNION ALL
+    SELECT date_trunc('minute', s.updated_at), s.messages + s.removed - COALESCE(m.pushed, 0)
+      FROM qs JOIN queen.partitions p ON p.queue_id = qs.id
+      JOIN queen.partition_stats s ON s.partition_id = p.id
+      LEFT JOIN queen.ingest_marks m ON m.partition_id = p.id
+     WHERE s.updated_at >= (SELECT t FROM at) - interval '1 minute'
+       AND s.messages + s.removed > COALESCE(m.pushed, 0)
+       AND s.updated_at >= date_trunc('minute', p_from) AND s.updated_at <= p_to) x
+   GROUP BY x.minute
 $$;

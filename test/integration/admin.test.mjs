@@ -6,7 +6,7 @@ import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import crypto from 'node:crypto';
 import {
-    startBroker, http, sleep, psql, settle, configureQueue, pushItems, popPath, ack as ackRoute, ackFor,
+    startBroker, http, sleep, psql, settle, configureQueue, pushItems, popPath, ack as ackRoute, ackFor, waitFor,
 } from './lib.mjs';
 
 let broker;
@@ -347,6 +347,19 @@ test('the message read route decrypts an encrypted payload with the server key',
     } finally {
         await b.stop();
     }
+});
+
+test('the throughput figures come from the ingest rollup the retention actor keeps', async () => {
+    await push(Array.from({ length: 7 }, (_, i) => ({ queue: 'ingest.q', partition: `p${i % 3}`, payload: i })));
+    //  before the rollup the reads count the partitions' growth past their marks
+    const sum = (r) => r.body.throughput.reduce((s, p) => s + p.ingested, 0);
+    assert.equal(sum(await get('/api/v1/status?queue=ingest.q')), 7);
+    //  the segment tick (every 10 s) folds them into the queue's minutes
+    const rolled = async () => Number(await psql(`SELECT COALESCE(sum(i.ingested), 0) FROM queen.ingest_minutes i
+        JOIN queen.queues q ON q.id = i.queue_id WHERE q.name = 'ingest.q'`, { db: broker.db }));
+    await waitFor(async () => await rolled() === 7, 30000, 500);
+    assert.equal(sum(await get('/api/v1/status?queue=ingest.q')), 7);
+    assert.ok((await get('/api/v1/resources/overview')).body.throughput.ingestedPerSecond > 0);
 });
 
 test('status and analytics routes are well formed', async () => {

@@ -15,7 +15,7 @@ import path from 'node:path';
 import { chromium } from 'playwright-core';
 import {
     BIN, startBroker, settle, http, psql, createDatabase, configureQueue, pushItems,
-    popMessages, ack, ackFor, request, waitFor, transaction, freePort,
+    popMessages, ack, ackBatch, ackFor, request, waitFor, transaction, freePort,
 } from './lib.mjs';
 
 const SHOTS = path.join(path.dirname(BIN), 'test-output', 'dashboard');
@@ -266,6 +266,79 @@ test('the message browser and the kv view page through everything, keyset pages'
     await page.click('#main form:has(#kv-prefix) button[type=submit]');
     await page.waitForFunction(() => document.querySelectorAll('#kv-keys a.kv-key').length === 10
         && document.querySelector('#kv-keys a.kv-key').textContent === 'key-050');
+    assert.deepEqual(problems, []);
+});
+
+//  Every entry of a queue's dead letters through the keyset route, page by
+//  page (each page asked with the `next` of the one before).
+async function deadLetters (queue) {
+    const all = [];
+    let cursor = null;
+    for (let pages = 0; pages < 100; pages++) {
+        const r = await request(url, `/api/v1/resources/dead-letters?queue=${queue}&limit=30${cursor ? `&cursor=${cursor}` : ''}`);
+        assert.equal('total' in r.body, false);
+        all.push(...r.body.messages);
+        cursor = r.body.next;
+        if (!cursor)
+            return all;
+    }
+    assert.fail('the dead-letter pages never end');
+}
+
+test('the dead-letter view pages through every entry without a total; requeue one or many', async () => {
+    //  70 dead letters of dash.dead (7 partitions): pages of 50 and 20.
+    await configureQueue(url, 'dash.dead', { retryLimit: 0, retryDelay: 0 });
+    await pushItems(url, Array.from({ length: 70 }, (_, i) => ({
+        queue: 'dash.dead', partition: `d-${i % 7}`, transactionId: `dead-${String(i).padStart(2, '0')}`,
+        payload: { dead: i } })), { queued: true });
+    const popped = [];
+    await waitFor(async () => {
+        popped.push(...await popMessages(url, 'dash.dead', { batch: 70 }));
+        return popped.length >= 70;
+    }, 20000);
+    assert.equal(popped.length, 70);
+    await ackBatch(url, popped.map((m) => ackFor(m, { status: 'failed', error: 'poison' })), { success: true });
+    const entries = await deadLetters('dash.dead');
+    assert.equal(entries.length, 70);
+    assert.equal(new Set(entries.map((m) => m.dlqId)).size, 70);
+
+    await open('#/dlq?queue=dash.dead', '21-dlq-page1');
+    const data = () => page.$$eval('#dlq-table code.dlq-data', (cs) => cs.map((c) => JSON.parse(c.textContent).dead));
+    const d1 = await data();
+    assert.equal(d1.length, 50);
+    assert.equal(await page.isDisabled('#dlq-prev'), true);
+    assert.doesNotMatch(await page.textContent('main'), /entries/);     //  no total shown
+    await turn('dlq-table', 'dlq-next', 2);
+    const d2 = await data();
+    assert.equal(d2.length, 20);
+    assert.equal(await page.isDisabled('#dlq-next'), true);
+    await page.screenshot({ path: path.join(SHOTS, '22-dlq-page2.png'), fullPage: true });
+    //  every entry once, in the order of the route
+    assert.deepEqual([...d1, ...d2], entries.map((m) => m.data.dead));
+    assert.equal(new Set([...d1, ...d2]).size, 70);
+    await turn('dlq-table', 'dlq-prev', 1);
+    assert.deepEqual(await data(), d1);
+
+    //  Requeue one entry from the second page: it leaves the DLQ and is
+    //  back in its queue.
+    await turn('dlq-table', 'dlq-next', 2);
+    const one = d2[5];
+    await page.click(`#dlq-table tbody tr:nth-child(6) .dlq-requeue`);
+    await settled();
+    await waitFor(async () => (await deadLetters('dash.dead')).length === 69, 10000);
+    assert.equal((await deadLetters('dash.dead')).some((m) => m.data.dead === one), false);
+    const back = await popMessages(url, 'dash.dead', { batch: 10 });
+    assert.deepEqual(back.map((m) => m.data), [{ dead: one }]);
+    //  Requeue two ticked on the first page.
+    await page.waitForSelector('#dlq-table[data-page="1"]');
+    const first = await data();
+    await page.check('#dlq-table tbody tr:nth-child(1) input.dlq-pick');
+    await page.check('#dlq-table tbody tr:nth-child(2) input.dlq-pick');
+    await page.click('#dlq-requeue-selected');
+    await settled();
+    await waitFor(async () => (await deadLetters('dash.dead')).length === 67, 10000);
+    const left = new Set((await deadLetters('dash.dead')).map((m) => m.data.dead));
+    assert.equal(left.has(first[0]) || left.has(first[1]), false);
     assert.deepEqual(problems, []);
 });
 

@@ -71,8 +71,8 @@ SELECT pg_temp.ok((SELECT pg_temp.msg_scans() - n FROM before_scans2) < 1000,
                   'the counts of the consumed queue look at three partitions, not 100,000: '
                   || (SELECT pg_temp.msg_scans() - n FROM before_scans2));
 COMMIT;
--- the route answers these counts (its throughput figure scans the last
--- minute's messages, not measured here)
+-- the route answers these counts (its throughput figure comes from the
+-- ingest rollup: 670_dlq_pages_ingest.sql)
 SELECT pg_temp.ok_one(array_agg(status = 200
          AND pg_temp.body(body, '{messages}')::jsonb = '{"total":100003,"pending":3,"processing":0,"completed":100000,"failed":0,"deadLetter":0}'
          AND pg_temp.body(body, '{lag,offset,max}') = '1'),
