@@ -183,6 +183,9 @@ static const qn_sql_stmt_t s_stmts [QN_SQL_COUNT_] = {
     //  SQS access keys per tenant (0017_sqs_keys.sql; fin)
     [QN_SQL_QUEUE_ENCRYPTION] = { "queue_encryption",
         "SELECT name, encryption_enabled FROM queen.queue_encryption ($1, $2::text::jsonb)", 2, { T, T } },
+    //  Throughput rollup, every 10 s (0019_ops.sql; ops2)
+    [QN_SQL_INGEST_ROLLUP] = { "ingest_rollup",
+        "SELECT queen._ingest_rollup ()", 0, { 0 } },
     [QN_SQL_SQS_KEY_GET] = { "sqs_key_get",
         "SELECT secret, tenant, enabled FROM queen.sqs_key_get ($1)", 1, { T } },
     [QN_SQL_SQS_KEYS_ENABLED] = { "sqs_keys_enabled",

@@ -233,15 +233,9 @@ s_on_segments_tick (void *self_, void *arg)
     if (!self->segments_running
     &&  s_exec (self, QN_SQL_ENSURE_SEGMENTS, 0, false, s_on_segments_reply) == 0)
         self->segments_running = true;
-    //  Not a catalogue statement: one call every 10 s, SQL text is enough
-    if (!self->rollup_running) {
-        qn_pg_args_clear (&self->args);
-        uint32_t timeout = (uint32_t) self->config->db_statement_timeout_ms + 2000;
-        if (qn_pg_call (self->kernel, "pg_writer", &self->out, QN_SQL_RAW,
-                        "SELECT queen._ingest_rollup ()", &self->args, timeout,
-                        s_on_rollup_reply, NULL) == 0)
-            self->rollup_running = true;
-    }
+    if (!self->rollup_running
+    &&  s_exec (self, QN_SQL_INGEST_ROLLUP, 0, false, s_on_rollup_reply) == 0)
+        self->rollup_running = true;
 }
 
 static int
