@@ -638,6 +638,35 @@ s_on_zap_fd (void *self_, int fd, uint32_t events)
     }
 }
 
+//  The next event a socket monitor has, or -1 when it has none now. A
+//  monitor message is the event (16-bit number, 32-bit value), then the
+//  endpoint frame, which is read and dropped.
+static int
+s_monitor_event (void *mon)
+{
+    uint32_t zev;
+    size_t size = sizeof zev;
+    if (zmq_getsockopt (mon, ZMQ_EVENTS, &zev, &size) || !(zev & ZMQ_POLLIN))
+        return -1;
+    zmq_msg_t m;
+    zmq_msg_init (&m);
+    if (zmq_msg_recv (&m, mon, ZMQ_DONTWAIT) < 0) {
+        zmq_msg_close (&m);
+        return -1;
+    }
+    uint16_t event = 0;
+    if (zmq_msg_size (&m) >= 6)
+        memcpy (&event, zmq_msg_data (&m), 2);
+    bool more = zmq_msg_more (&m);
+    zmq_msg_close (&m);
+    if (more) {
+        zmq_msg_init (&m);
+        zmq_msg_recv (&m, mon, ZMQ_DONTWAIT);
+        zmq_msg_close (&m);
+    }
+    return event;
+}
+
 //  Handshakes that fail before ZAP (a peer with another server key cannot
 //  even finish CURVE's HELLO) are seen only by the socket monitor.
 static void
@@ -646,31 +675,13 @@ s_on_mon_fd (void *self_, int fd, uint32_t events)
     (void) fd;
     (void) events;
     self_t *self = self_;
-    uint32_t zev;
-    size_t size = sizeof zev;
-    while (!zmq_getsockopt (self->mon, ZMQ_EVENTS, &zev, &size) && (zev & ZMQ_POLLIN)) {
-        zmq_msg_t m;
-        zmq_msg_init (&m);
-        if (zmq_msg_recv (&m, self->mon, ZMQ_DONTWAIT) < 0) {
-            zmq_msg_close (&m);
-            break;
-        }
-        uint16_t event = 0;
-        if (zmq_msg_size (&m) >= 6)
-            memcpy (&event, zmq_msg_data (&m), 2);
-        bool more = zmq_msg_more (&m);
-        zmq_msg_close (&m);
-        if (more) {             //  The endpoint frame
-            zmq_msg_init (&m);
-            zmq_msg_recv (&m, self->mon, ZMQ_DONTWAIT);
-            zmq_msg_close (&m);
-        }
+    int event;
+    while ((event = s_monitor_event (self->mon)) >= 0)
         if (event == ZMQ_EVENT_HANDSHAKE_FAILED_PROTOCOL) {
             self->refused++;
             qn_count (self->kernel, "mesh_refused", 1);
             qn_warn ("mesh: refused a handshake (wrong CURVE key or not a mesh peer)");
         }
-    }
 }
 
 //  The PUB socket's monitor: a connection to a peer is ready (handshake
@@ -681,28 +692,10 @@ s_on_pmon_fd (void *self_, int fd, uint32_t events)
     (void) fd;
     (void) events;
     self_t *self = self_;
-    uint32_t zev;
-    size_t size = sizeof zev;
     bool ready = false;
-    while (!zmq_getsockopt (self->pmon, ZMQ_EVENTS, &zev, &size) && (zev & ZMQ_POLLIN)) {
-        zmq_msg_t m;
-        zmq_msg_init (&m);
-        if (zmq_msg_recv (&m, self->pmon, ZMQ_DONTWAIT) < 0) {
-            zmq_msg_close (&m);
-            break;
-        }
-        uint16_t event = 0;
-        if (zmq_msg_size (&m) >= 6)
-            memcpy (&event, zmq_msg_data (&m), 2);
-        bool more = zmq_msg_more (&m);
-        zmq_msg_close (&m);
-        if (more) {
-            zmq_msg_init (&m);
-            zmq_msg_recv (&m, self->pmon, ZMQ_DONTWAIT);
-            zmq_msg_close (&m);
-        }
+    int event;
+    while ((event = s_monitor_event (self->pmon)) >= 0)
         ready = ready || event == ZMQ_EVENT_HANDSHAKE_SUCCEEDED;
-    }
     if (ready)
         s_replay (self);
 }
