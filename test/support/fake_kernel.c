@@ -881,6 +881,18 @@ qn_fake_world_new (const char *(*env) (const char *name))
     return self;
 }
 
+qn_fake_world_t *
+qn_fake_world_start (const char *(*env) (const char *name),
+                     qn_actor_t *(*spawn) (qn_kernel_t *kernel, const qn_config_t *config))
+{
+    qn_fake_world_t *self = qn_fake_world_new (env);
+    if (self && !spawn (qn_fake_kernel (self->fake), &self->config)) {
+        fprintf (stderr, "fake world: the actor did not start\n");
+        qn_fake_world_destroy (&self);
+    }
+    return self;
+}
+
 void
 qn_fake_world_destroy (qn_fake_world_t **self_p)
 {

@@ -66,6 +66,11 @@ typedef struct {
 } qn_fake_world_t;
 //  NULL when the configuration does not load.
 qn_fake_world_t *qn_fake_world_new (const char *(*env) (const char *name));
+//  A world with one actor spawned on it by `spawn` (an actor constructor
+//  of actors/actors.h); NULL, with nothing left behind, when either fails.
+qn_fake_world_t *qn_fake_world_start (const char *(*env) (const char *name),
+                                      qn_actor_t *(*spawn) (qn_kernel_t *kernel,
+                                                            const qn_config_t *config));
 //  Destroys the fake (stopping its actors), then the configuration.
 void qn_fake_world_destroy (qn_fake_world_t **self_p);
 qn_kernel_t *qn_fake_kernel (qn_fake_t *self);

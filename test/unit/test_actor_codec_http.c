@@ -43,13 +43,9 @@ static size_t s_start_pending;     //  Requests START left open (none today)
 static int
 s_setup (void **state)
 {
-    s_world_t *w = qn_fake_world_new (s_no_env);
+    s_world_t *w = qn_fake_world_start (s_no_env, qn_codec_http_new);
     if (!w)
         return -1;
-    if (!qn_codec_http_new (qn_fake_kernel (w->fake), &w->config)) {
-        qn_fake_world_destroy (&w);
-        return -1;
-    }
     qn_fake_clear (w->fake);        //  What START sent
     s_start_pending = qn_fake_pending (w->fake);
     *state = w;

@@ -36,13 +36,9 @@ s_env (const char *name)
 static int
 s_setup (void **state)
 {
-    s_world_t *w = qn_fake_world_new (s_env);
+    s_world_t *w = qn_fake_world_start (s_env, qn_codec_sqs_new);
     if (!w)
         return -1;
-    if (!qn_codec_sqs_new (qn_fake_kernel (w->fake), &w->config)) {
-        qn_fake_world_destroy (&w);
-        return -1;
-    }
     qn_fake_clear (w->fake);
     *state = w;
     return 0;

@@ -35,13 +35,9 @@ s_no_env (const char *name)
 static int
 s_setup (void **state)
 {
-    world_t *w = qn_fake_world_new (s_no_env);
+    world_t *w = qn_fake_world_start (s_no_env, qn_ephemeral_new);
     if (!w)
         return -1;
-    if (!qn_ephemeral_new (qn_fake_kernel (w->fake), &w->config)) {
-        qn_fake_world_destroy (&w);
-        return -1;
-    }
     *state = w;
     return 0;
 }
