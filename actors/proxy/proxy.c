@@ -842,6 +842,20 @@ s_res_ok (PGresult *res)
     return res && (PQresultStatus (res) == PGRES_TUPLES_OK || PQresultStatus (res) == PGRES_COMMAND_OK);
 }
 
+//  The request waiting for a store's result, or NULL: gone already, or
+//  answered 503 with `unavailable` because the result failed (or, when
+//  one_row, did not hold exactly one row).
+static s_req_t *
+s_req_of_result (self_t *self, uint64_t req_id, PGresult *res, bool one_row, const char *unavailable)
+{
+    s_req_t *req = qn_hashmap_get (self->reqs, req_id);
+    if (req && (!s_res_ok (res) || (one_row && PQntuples (res) != 1))) {
+        s_req_error (self, req, 503, unavailable);
+        return NULL;
+    }
+    return req;
+}
+
 // ------------------------------------------------------------------ the key table
 static uint64_t
 s_key_hash (const char *id)
@@ -1156,10 +1170,7 @@ static void
 s_on_key_created (self_t *self, PGresult *res, void *arg)
 {
     s_keyop_t *op = arg;
-    s_req_t *req = qn_hashmap_get (self->reqs, op->req_id);
-    if (req && !s_res_ok (res))
-        s_req_error (self, req, 503, "Key store unavailable");
-    else
+    s_req_t *req = s_req_of_result (self, op->req_id, res, false, "Key store unavailable");
     if (req) {
         s_keys_put (self->keys, op->key.id, req->tenant, op->role, op->key.hash);
         qn_buf_t b = QN_BUF_INIT;
@@ -1183,10 +1194,7 @@ static void
 s_on_key_revoked (self_t *self, PGresult *res, void *arg)
 {
     s_keyop_t *op = arg;
-    s_req_t *req = qn_hashmap_get (self->reqs, op->req_id);
-    if (req && !s_res_ok (res))
-        s_req_error (self, req, 503, "Key store unavailable");
-    else
+    s_req_t *req = s_req_of_result (self, op->req_id, res, false, "Key store unavailable");
     if (req) {
         bool revoked = PQntuples (res) == 1 && !strcmp (PQgetvalue (res, 0, 0), "t");
         if (!revoked)
@@ -1208,10 +1216,7 @@ static void
 s_on_keys_listed (self_t *self, PGresult *res, void *arg)
 {
     s_keyop_t *op = arg;
-    s_req_t *req = qn_hashmap_get (self->reqs, op->req_id);
-    if (req && !s_res_ok (res))
-        s_req_error (self, req, 503, "Key store unavailable");
-    else
+    s_req_t *req = s_req_of_result (self, op->req_id, res, false, "Key store unavailable");
     if (req) {
         qn_buf_t b = QN_BUF_INIT;
         qn_jw_t w;
@@ -1241,10 +1246,7 @@ static void
 s_on_usage (self_t *self, PGresult *res, void *arg)
 {
     s_keyop_t *op = arg;
-    s_req_t *req = qn_hashmap_get (self->reqs, op->req_id);
-    if (req && (!s_res_ok (res) || PQntuples (res) != 1))
-        s_req_error (self, req, 503, "Usage store unavailable");
-    else
+    s_req_t *req = s_req_of_result (self, op->req_id, res, true, "Usage store unavailable");
     if (req) {
         const s_usage_t *u = &s_tenant (self, req->tenant)->usage;
         const char *names [6] = { "requests", "messagesIn", "messagesOut", "bytesIn", "bytesOut", "refused" };
@@ -1653,10 +1655,7 @@ static void
 s_on_session_created (self_t *self, PGresult *res, void *arg)
 {
     s_pwop_t *op = arg;
-    s_req_t *req = qn_hashmap_get (self->reqs, op->req_id);
-    if (req && (!s_res_ok (res) || PQntuples (res) != 1))
-        s_req_error (self, req, 503, "Session store unavailable");
-    else
+    s_req_t *req = s_req_of_result (self, op->req_id, res, true, "Session store unavailable");
     if (req) {
         op->ses.expires_ms = atoll (PQgetvalue (res, 0, 0));
         s_session_put (self->sessions, &op->ses);       //  At once on this proxy
@@ -1855,10 +1854,7 @@ static void
 s_on_logged_out (self_t *self, PGresult *res, void *arg)
 {
     s_keyop_t *op = arg;
-    s_req_t *req = qn_hashmap_get (self->reqs, op->req_id);
-    if (req && !s_res_ok (res))
-        s_req_error (self, req, 503, "Session store unavailable");
-    else
+    s_req_t *req = s_req_of_result (self, op->req_id, res, false, "Session store unavailable");
     if (req) {
         s_session_t *ses = qn_hashmap_remove (self->sessions, s_key_hash (op->key.id));
         if (ses)
