@@ -20,7 +20,8 @@
 #       sh bench/run.sh build verify
 # bench: explicit
 # Writes QN_BENCH_OUT/verify.txt. Other settings: QN_VERIFY_STAGES (4),
-# QN_VERIFY_PARTITIONS (1000), QN_VERIFY_DRAIN_TIMEOUT (s, 600).
+# QN_VERIFY_PARTITIONS (1000), QN_VERIFY_DRAIN_TIMEOUT (s, 600), QN_VERIFY_FLAGS
+# (more queen-verify flags for both runs, e.g. "--batch 500 --pop-partitions 100").
 set -eu
 
 HERE=$(cd "$(dirname "$0")" && pwd -P)
@@ -59,7 +60,7 @@ run () {                #  name messages extra-flags...
     "$VERIFY" --broker-bin "$QN_BIN" --broker-log "$T/broker_$name.log" --pg-host 127.0.0.1 \
         --pg-port "$QN_PG_PORT" --pg-db "$db" --pg-user postgres --pg-password postgres \
         --stages "$STAGES" --partitions "$PARTS" --messages "$msgs" --drain-timeout "$DRAIN" \
-        --quiet "$@" > "$T/verify_$name.txt" 2>&1 || rc=$?
+        --quiet ${QN_VERIFY_FLAGS:-} "$@" > "$T/verify_$name.txt" 2>&1 || rc=$?
     t1=$(date +%s)
     line=$(grep '^verify:' "$T/verify_$name.txt" | tail -n 1)
     echo "$name ($((t1 - t0)) s, exit $rc): ${line:-no summary: $(tail -n 3 "$T/verify_$name.txt" | tr '\n' ' ')}" \
