@@ -380,20 +380,16 @@ BEGIN
         v_got := v_got + 1;
         v_budget := v_budget - r_n[i]::int;
       ELSIF r_seen[i] = 0 THEN
-        -- stale: nothing after the cursor. Drop the row under the partition lock
-        -- (try only: pop never waits); a push holding the lock will keep it.
+        -- stale: nothing after the cursor. The row goes idle (I3) under the
+        -- partition lock (try only: pop never waits); a push holding the lock
+        -- will keep it live.
         v_empty := v_empty + 1;
         IF queen.try_lock_partition(r_pid[i]) THEN
-          IF NOT EXISTS (SELECT 1 FROM queen.messages m
-                          WHERE m.partition_id = r_pid[i] AND m.seq > r_cur[i]) THEN
-            WITH d AS (
-              DELETE FROM queen.ready r WHERE r.partition_id = r_pid[i] AND r.group_id = v_gid
-              RETURNING r.partition_id, r.group_id, r.acked_seq)
-            INSERT INTO queen.cursors AS cu (partition_id, group_id, acked_seq)
-            SELECT * FROM d
-            ON CONFLICT (partition_id, group_id) DO UPDATE
-              SET acked_seq = GREATEST(cu.acked_seq, EXCLUDED.acked_seq), updated_at = now();
-          END IF;
+          UPDATE queen.ready r SET avail_at = 'infinity', lease_id = NULL, leased_from = NULL,
+                 leased_to = NULL, batch_size = 0, acked_count = 0, attempts = 0, drained_at = now()
+           WHERE r.partition_id = r_pid[i] AND r.group_id = v_gid
+             AND NOT EXISTS (SELECT 1 FROM queen.messages m
+                              WHERE m.partition_id = r_pid[i] AND m.seq > r_cur[i]);
         END IF;
       ELSIF r_ok[i] = 0 THEN
         -- head message not due yet (delayedProcessing, delayMs / deliverAt):
@@ -419,10 +415,12 @@ BEGIN
   IF v_got = 0 THEN
     IF v_pid IS NULL THEN
       SELECT min(r.avail_at) INTO v_due FROM queen.ready r
-       WHERE r.queue_id = q.id AND r.group_id = v_gid AND r.avail_at > now();
+       WHERE r.queue_id = q.id AND r.group_id = v_gid AND r.avail_at > now()
+         AND r.avail_at < 'infinity';        -- idle rows (I3) are not due ever
     ELSE
       SELECT r.avail_at INTO v_due FROM queen.ready r
-       WHERE r.partition_id = v_pid AND r.group_id = v_gid AND r.avail_at > now();
+       WHERE r.partition_id = v_pid AND r.group_id = v_gid AND r.avail_at > now()
+         AND r.avail_at < 'infinity';
     END IF;
     v_none.next_due := v_due;
     RETURN NEXT v_none;
