@@ -250,6 +250,7 @@ BEGIN
       SELECT array_agg(s.pid), array_agg(s.cur) INTO c_pid, c_cur FROM (
         SELECT r.partition_id AS pid, r.acked_seq AS cur FROM queen.ready r
          WHERE r.queue_id = q.id AND r.group_id = v_gid AND r.avail_at <= now()
+           AND r.avail_at < 'infinity'       -- the partial index ready_claim_live (I3)
            AND r.partition_id <> ALL (v_excl)
          ORDER BY r.avail_at
          LIMIT v_asked

@@ -21,3 +21,12 @@
 -- dashboard's partition lastActivity. Nullable, no default: a catalogue-only
 -- change.
 ALTER TABLE queen.ready ADD COLUMN drained_at timestamptz;
+
+-- The claim index holds live rows only: an idle row is never claimed, and
+-- keeping it out means a drain (live -> idle) adds no ready_claim entry and
+-- the idle rows do not pile up as duplicates of (queue, group, infinity).
+-- Readers of live rows say `avail_at < 'infinity'` so that the planner can
+-- use it. Built here, in the boot transaction: before this release `ready`
+-- held only live rows (drained ones were deleted), so it is small.
+CREATE INDEX ready_claim_live ON queen.ready (queue_id, group_id, avail_at) WHERE avail_at < 'infinity';
+DROP INDEX queen.ready_claim;
