@@ -175,47 +175,28 @@ BEGIN
     SELECT nb.new_seq, nb.pid, v_now, nb.nb, nb.trace, nb.enc, nb.txn, nb.producer,
            COALESCE(nb.payload, '\x6e756c6c'::bytea)
     FROM numbered nb WHERE nb.new_seq IS NOT NULL),
-  -- the (partition, group) pairs of the new messages and the avail_at their
-  -- ready row gets: a row woken or created here has no older pending message
-  -- in front of it (I3) unless its group is still backfilling: then the
-  -- first new message is the partition's head, and a delay of that message
-  -- is its avail_at
-  want AS MATERIALIZED (
-    SELECT x.pid, g.id AS gid, x.qid,
-           GREATEST(v_now + make_interval(secs => GREATEST(qq.delayed_processing, qq.window_buffer)),
-                    CASE WHEN g.backfill_pos IS NULL THEN x.head_nb END) AS avail,
-           g.start_seq
-    FROM (SELECT nb.pid, nb.qid, (array_agg(nb.nb ORDER BY nb.new_seq))[1] AS head_nb
-            FROM numbered nb WHERE nb.new_seq IS NOT NULL GROUP BY nb.pid, nb.qid) x
-    JOIN queen.consumer_groups g ON g.queue_id = x.qid AND NOT g.retired
-    JOIN queen.queues qq ON qq.id = x.qid),
-  -- wake the idle rows (I3: a drained pair keeps its row at avail_at =
-  -- infinity). Only rows idle in this statement's snapshot are touched: a
-  -- live row (leased, or waiting to be claimed) is neither locked nor
-  -- waited for, and an idle row is locked by nobody who could run beside
-  -- this push (drains hold the partition lock we hold; pops claim only
-  -- rows that are due; acks lock only live rows). No r.queue_id here: the
-  -- only usable index is then the primary key, probed with both keys.
-  wake AS (
-    UPDATE queen.ready r SET avail_at = w.avail
-      FROM want w
-     WHERE r.partition_id = w.pid AND r.group_id = w.gid AND r.avail_at = 'infinity'),
-  -- pairs without a row yet (a new partition or group, or a pair drained
-  -- before the upgrade: its cursor is in queen.cursors)
+  -- a ready row created here has no older pending message in front of it
+  -- (I3) unless its group is still backfilling: then the first new message is
+  -- the partition's head, and a delay of that message is its avail_at
   rdy AS (
     INSERT INTO queen.ready (partition_id, group_id, queue_id, avail_at, acked_seq)
-    SELECT w.pid, w.gid, w.qid, w.avail,
+    SELECT x.pid, g.id, x.qid,
+           GREATEST(v_now + make_interval(secs => GREATEST(qq.delayed_processing, qq.window_buffer)),
+                    CASE WHEN g.backfill_pos IS NULL THEN x.head_nb END),
            -- a scalar subquery, not a join: both keys are then parameters of
            -- one point lookup; as a join, a plan made on small tables probed
            -- by group only and filtered every cursor of the group
            COALESCE((SELECT c.acked_seq FROM queen.cursors c
-                      WHERE c.partition_id = w.pid AND c.group_id = w.gid), w.start_seq)
-    FROM want w
+                      WHERE c.partition_id = x.pid AND c.group_id = g.id), g.start_seq)
+    FROM (SELECT nb.pid, nb.qid, (array_agg(nb.nb ORDER BY nb.new_seq))[1] AS head_nb
+            FROM numbered nb WHERE nb.new_seq IS NOT NULL GROUP BY nb.pid, nb.qid) x
+    JOIN queen.consumer_groups g ON g.queue_id = x.qid AND NOT g.retired
+    JOIN queen.queues qq ON qq.id = x.qid
     -- No NOT EXISTS pre-check: as a generic plan it became an anti-join that
     -- read every ready row of the queue (55k rows for a 200-partition push).
     -- ON CONFLICT checks the primary key first and inserts nothing when the
     -- row exists, without locking it.
-    ORDER BY w.pid, w.gid
+    ORDER BY x.pid, g.id
     ON CONFLICT (partition_id, group_id) DO NOTHING),
   -- the maintained count of stored messages (migrations/0007_stats.sql),
   -- in partition order under the partition locks held
@@ -261,7 +242,7 @@ BEGIN
       FROM queen.queues q
      WHERE q.id = r.queue_id AND q.window_buffer > 0
        AND r.partition_id = ANY (ppid) AND r.queue_id = ANY (pqid)
-       AND (r.lease_id IS NULL OR r.avail_at <= v_now) AND r.avail_at < 'infinity';
+       AND (r.lease_id IS NULL OR r.avail_at <= v_now);
   END IF;
 
   -- maxSize: pending = messages after the queue mode cursors (every message
@@ -284,7 +265,7 @@ BEGIN
           CROSS JOIN LATERAL (SELECT 1 FROM queen.messages m
                                WHERE m.partition_id = r.partition_id AND m.seq > r.acked_seq
                                LIMIT v_full.max_size + 1) x
-          WHERE r.queue_id = v_full.id AND r.group_id = v_full.gid AND r.avail_at < 'infinity'
+          WHERE r.queue_id = v_full.id AND r.group_id = v_full.gid
           LIMIT v_full.max_size + 1) c) > v_full.max_size THEN
       RAISE EXCEPTION 'queue % is full (maxSize %)', v_full.name, v_full.max_size
         USING ERRCODE = 'QN429';

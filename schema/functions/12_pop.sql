@@ -250,7 +250,6 @@ BEGIN
       SELECT array_agg(s.pid), array_agg(s.cur) INTO c_pid, c_cur FROM (
         SELECT r.partition_id AS pid, r.acked_seq AS cur FROM queen.ready r
          WHERE r.queue_id = q.id AND r.group_id = v_gid AND r.avail_at <= now()
-           AND r.avail_at < 'infinity'       -- the partial index ready_claim_live (I3)
            AND r.partition_id <> ALL (v_excl)
          ORDER BY r.avail_at
          LIMIT v_asked
@@ -381,16 +380,20 @@ BEGIN
         v_got := v_got + 1;
         v_budget := v_budget - r_n[i]::int;
       ELSIF r_seen[i] = 0 THEN
-        -- stale: nothing after the cursor. The row goes idle (I3) under the
-        -- partition lock (try only: pop never waits); a push holding the lock
-        -- will keep it live.
+        -- stale: nothing after the cursor. Drop the row under the partition lock
+        -- (try only: pop never waits); a push holding the lock will keep it.
         v_empty := v_empty + 1;
         IF queen.try_lock_partition(r_pid[i]) THEN
-          UPDATE queen.ready r SET avail_at = 'infinity', lease_id = NULL, leased_from = NULL,
-                 leased_to = NULL, batch_size = 0, acked_count = 0, attempts = 0, drained_at = now()
-           WHERE r.partition_id = r_pid[i] AND r.group_id = v_gid
-             AND NOT EXISTS (SELECT 1 FROM queen.messages m
-                              WHERE m.partition_id = r_pid[i] AND m.seq > r_cur[i]);
+          IF NOT EXISTS (SELECT 1 FROM queen.messages m
+                          WHERE m.partition_id = r_pid[i] AND m.seq > r_cur[i]) THEN
+            WITH d AS (
+              DELETE FROM queen.ready r WHERE r.partition_id = r_pid[i] AND r.group_id = v_gid
+              RETURNING r.partition_id, r.group_id, r.acked_seq)
+            INSERT INTO queen.cursors AS cu (partition_id, group_id, acked_seq)
+            SELECT * FROM d
+            ON CONFLICT (partition_id, group_id) DO UPDATE
+              SET acked_seq = GREATEST(cu.acked_seq, EXCLUDED.acked_seq), updated_at = now();
+          END IF;
         END IF;
       ELSIF r_ok[i] = 0 THEN
         -- head message not due yet (delayedProcessing, delayMs / deliverAt):
@@ -416,12 +419,10 @@ BEGIN
   IF v_got = 0 THEN
     IF v_pid IS NULL THEN
       SELECT min(r.avail_at) INTO v_due FROM queen.ready r
-       WHERE r.queue_id = q.id AND r.group_id = v_gid AND r.avail_at > now()
-         AND r.avail_at < 'infinity';        -- idle rows (I3) are not due ever
+       WHERE r.queue_id = q.id AND r.group_id = v_gid AND r.avail_at > now();
     ELSE
       SELECT r.avail_at INTO v_due FROM queen.ready r
-       WHERE r.partition_id = v_pid AND r.group_id = v_gid AND r.avail_at > now()
-         AND r.avail_at < 'infinity';
+       WHERE r.partition_id = v_pid AND r.group_id = v_gid AND r.avail_at > now();
     END IF;
     v_none.next_due := v_due;
     RETURN NEXT v_none;
@@ -440,11 +441,7 @@ BEGIN
       acked_count = 0,
       acked_seq   = CASE WHEN v_auto THEN per.hi ELSE GREATEST(r.acked_seq, per.cur) END,
       attempts    = CASE WHEN v_auto THEN 0 ELSE r.attempts END
-    -- `= ANY (l_pid)` and `group_id + 0`: the only index condition is on
-    -- the primary key's first column, the claimed partitions (a row per
-    -- group each). With group_id usable, a plan made on a small table read
-    -- every row of the group through ready_claim, idle rows included.
-    FROM per WHERE r.partition_id = ANY (l_pid) AND r.group_id + 0 = v_gid AND r.partition_id = per.pid)
+    FROM per WHERE r.partition_id = per.pid AND r.group_id = v_gid)
   SELECT q.name::text, per.pid, p.name::text, m.seq, m.created_at, m.txn_id::text, m.trace_id,
          m.producer, m.payload, m.is_encrypted, v_exp, NULL::timestamptz
   FROM per

@@ -7,7 +7,7 @@
 -- txn_id). Lease validation uses the state at the start of the call. Items are
 -- applied in (partition, group, seq) order with per-(partition, group) running
 -- state held in arrays; the writes (DLQ copies, ready updates, drains into
--- idle) are a handful of set-based statements at the end.
+-- cursors) are a handful of set-based statements at the end.
 -- p_txn: the caller holds the partition locks (L1); otherwise none are held
 -- and the drain try-locks.
 CREATE FUNCTION queen._ack_core(p_tenant text, p_groups text[], p_pids bigint[], p_txn_ids text[],
@@ -37,8 +37,6 @@ DECLARE
   v_st text; v_dl bool; v_use bool; v_reset bool; v_dec text;
   v_lk bigint[];   -- partitions whose drain is exact (lock held)
   v_dk int[];      -- the states drained (indexes into s_*)
-  v_lp bigint[];   -- the rows locked (L4): live ones (all of them for p_txn)
-  v_lg int[];
 BEGIN
   IF n = 0 THEN
     RETURN;
@@ -82,39 +80,27 @@ BEGIN
       ORDER BY k          -- one sort; array_agg keeps the input order
     ) x;
 
-  -- L4: lock the existing ready rows in (partition, group) order. A plain
-  -- ack locks live rows only: an idle row (avail_at = infinity, I3) is a
-  -- drained pair, which an ack leaves as it is (as it left a pair without
-  -- a row), and a push may wake it without waiting for us. The rows locked
-  -- are remembered: a row idle now and woken by a push before the next
-  -- statement is still treated as drained. The transaction route holds the
-  -- partition locks (no push beside it) and locks idle rows too.
-  SELECT array_agg(l.partition_id), array_agg(l.group_id) INTO v_lp, v_lg FROM (
-    SELECT r.partition_id, r.group_id FROM queen.ready r
-     WHERE (r.partition_id, r.group_id) IN (SELECT u.p, u.g FROM unnest(a_pid, a_gid) u(p, g))
-       AND (p_txn OR r.avail_at < 'infinity')
-     ORDER BY r.partition_id, r.group_id
-     FOR UPDATE) l;
+  -- L4: lock the existing ready rows in (partition, group) order
+  PERFORM 1 FROM queen.ready r
+   WHERE (r.partition_id, r.group_id) IN (SELECT u.p, u.g FROM unnest(a_pid, a_gid) u(p, g))
+   ORDER BY r.partition_id, r.group_id
+   FOR UPDATE;
 
   SELECT array_agg(z.p), array_agg(z.g), array_agg(z.q), array_agg(z.ex), array_agg(z.lease_id),
          array_agg(z.avail_at), array_agg(z.acked_seq), array_agg(z.leased_from), array_agg(z.leased_to),
          array_agg(z.bs), array_agg(z.ac), array_agg(z.att), array_agg(z.cold)
     INTO s_pid, s_gid, s_qid, s_ex0, s_lease0, s_avail0, s_cur, s_from, s_to, s_bs, s_ac, s_att, s_cold
     FROM (
-      SELECT k.p, k.g, k.q, COALESCE(r.live, false) AS ex, r.lease_id, r.avail_at, r.acked_seq,
+      SELECT k.p, k.g, k.q, r.partition_id IS NOT NULL AS ex, r.lease_id, r.avail_at, r.acked_seq,
              r.leased_from, r.leased_to, COALESCE(r.batch_size, 0) AS bs, COALESCE(r.acked_count, 0) AS ac,
              COALESCE(r.attempts, 0) AS att,
-             -- the cursor of a pair without a live row: its idle row's, else
-             -- the pre-upgrade cold store's, else the group's start
-             COALESCE(CASE WHEN NOT r.live THEN r.acked_seq END, (SELECT c.acked_seq FROM queen.cursors c
-                                    WHERE c.partition_id = k.p AND c.group_id = k.g), g.start_seq, 0) AS cold
+             COALESCE((SELECT c.acked_seq FROM queen.cursors c
+                        WHERE c.partition_id = k.p AND c.group_id = k.g), g.start_seq, 0) AS cold
         FROM (SELECT DISTINCT u.p, u.g, u.q FROM unnest(a_pid, a_gid, a_qid) u(p, g, q)
                WHERE u.p IS NOT NULL AND u.g IS NOT NULL) k
         -- point lookups whatever the statistics (see _push_rows): LIMIT
         -- keeps the lateral subquery from being flattened into a join
-        LEFT JOIN LATERAL (SELECT r0.*, r0.avail_at < 'infinity'
-                                  AND (k.p, k.g) IN (SELECT l.p, l.g FROM unnest(v_lp, v_lg) l(p, g)) AS live
-                             FROM queen.ready r0
+        LEFT JOIN LATERAL (SELECT * FROM queen.ready r0
                             WHERE r0.partition_id = k.p AND r0.group_id = k.g LIMIT 1) r ON true
         LEFT JOIN queen.consumer_groups g ON g.id = k.g
        ORDER BY k.p, k.g) z;   -- one sort; array_agg keeps the input order
@@ -256,16 +242,15 @@ BEGIN
   END IF;
 
   IF ns > 0 AND true = ANY (s_chg) THEN
-    -- drain: a released row with nothing after its cursor goes idle
-    -- (avail_at = infinity, I3). Exact only while no push is in flight on
-    -- the partition. The transaction route holds the partition locks; a
-    -- plain ack does not wait for pushes: it try-locks (shared, so acks of
-    -- other groups do not exclude each other) the partitions of its drain
-    -- candidates in a statement of its own, so the next statement's
-    -- snapshot sees every push that held the lock before. A partition whose
-    -- lock a push holds keeps its row live: that push puts a message after
-    -- the cursor (or, rolled back, leaves a stale row for a claim to idle,
-    -- as pop does).
+    -- drain: a released row with nothing after its cursor goes to cursors.
+    -- Exact only while no push is in flight on the partition (I3). The
+    -- transaction route holds the partition locks; a plain ack does not wait
+    -- for pushes: it try-locks (shared, so acks of other groups do not
+    -- exclude each other) the partitions of its drain candidates in a
+    -- statement of its own, so the next statement's snapshot sees every
+    -- push that held the lock before. A partition whose lock a push holds
+    -- keeps its row: that push puts a message after the cursor (or, rolled
+    -- back, leaves a stale row for a claim to clean, as pop does).
     IF p_txn THEN
       v_lk := s_pid;
     ELSE
@@ -275,43 +260,52 @@ BEGIN
                WHERE u.chg AND u.ex0 AND u.lease IS NULL AND u.avail <= v_now) c
        WHERE queen.try_lock_partition_shared(c.p);
     END IF;
-    -- the states to drain (by index)
+    -- the states to drain (by index); they are deleted, not updated first
+    -- (most acks of sparse partitions drain: one row version less each)
     SELECT array_agg(u.k::int) INTO v_dk
       FROM unnest(s_pid, s_chg, s_ex0, s_lease, s_avail, s_cur)
            WITH ORDINALITY AS u(p, chg, ex0, lease, avail, cur, k)
      WHERE u.chg AND u.ex0 AND u.lease IS NULL AND u.avail <= v_now AND u.p = ANY (v_lk)
        AND NOT EXISTS (SELECT 1 FROM queen.messages m WHERE m.partition_id = u.p AND m.seq > u.cur);
 
-    -- one update of each changed row, drained or not: the steady state
-    -- writes no other table (no delete, no cursors upsert)
     UPDATE queen.ready r SET
-      acked_seq = u.cur, lease_id = u.lease, leased_from = u.lf,
-      leased_to = u.lt, batch_size = u.bs, acked_count = u.ac,
-      avail_at = CASE WHEN u.dr THEN 'infinity' ELSE u.avail END,
-      attempts = CASE WHEN u.dr THEN 0 ELSE u.att END,
-      drained_at = CASE WHEN u.dr THEN v_now ELSE r.drained_at END
-    FROM (SELECT v.*, v.k::int = ANY (COALESCE(v_dk, '{}')) AS dr
-            FROM unnest(s_pid, s_gid, s_cur, s_lease, s_avail, s_from, s_to, s_bs, s_ac, s_att, s_chg, s_ex0)
-                 WITH ORDINALITY AS v(p, g, cur, lease, avail, lf, lt, bs, ac, att, chg, ex0, k)) u
-    WHERE u.chg AND u.ex0
+      acked_seq = u.cur, lease_id = u.lease, avail_at = u.avail, leased_from = u.lf,
+      leased_to = u.lt, batch_size = u.bs, acked_count = u.ac, attempts = u.att
+    FROM unnest(s_pid, s_gid, s_cur, s_lease, s_avail, s_from, s_to, s_bs, s_ac, s_att, s_chg, s_ex0)
+         WITH ORDINALITY AS u(p, g, cur, lease, avail, lf, lt, bs, ac, att, chg, ex0, k)
+    WHERE u.chg AND u.ex0 AND NOT (u.k::int = ANY (COALESCE(v_dk, '{}')))
       AND r.partition_id = u.p AND r.group_id = u.g;
 
+    IF v_dk IS NOT NULL THEN
+      WITH d AS (
+        DELETE FROM queen.ready r
+         USING (SELECT s_pid[k] AS p, s_gid[k] AS g, s_cur[k] AS cur FROM unnest(v_dk) k) u
+         WHERE r.partition_id = u.p AND r.group_id = u.g
+        RETURNING r.partition_id, r.group_id, u.cur)
+      INSERT INTO queen.cursors AS cu (partition_id, group_id, acked_seq)
+      SELECT * FROM d ORDER BY 1, 2
+      ON CONFLICT (partition_id, group_id) DO UPDATE
+        SET acked_seq = GREATEST(cu.acked_seq, EXCLUDED.acked_seq), updated_at = now();
+    END IF;
+
     IF p_txn THEN
-      -- state created by the transaction route (no live row: none, or an
-      -- idle one, which we hold locked): live when messages follow the
-      -- cursor, else idle (I3; exact, the partition locks are held)
-      INSERT INTO queen.ready AS r (partition_id, group_id, queue_id, avail_at, acked_seq, drained_at)
-      SELECT u.p, u.g, u.q, CASE WHEN x.more THEN v_now ELSE 'infinity' END, u.cur,
-             CASE WHEN x.more THEN NULL ELSE v_now END
+      -- state created by the transaction route: a ready row when messages
+      -- follow the cursor (I3), else a cold cursor
+      INSERT INTO queen.ready (partition_id, group_id, queue_id, avail_at, acked_seq)
+      SELECT u.p, u.g, u.q, v_now, u.cur
         FROM unnest(s_pid, s_gid, s_qid, s_cur, s_ex, s_ex0) AS u(p, g, q, cur, ex, ex0)
-        CROSS JOIN LATERAL (SELECT EXISTS (SELECT 1 FROM queen.messages m
-                                            WHERE m.partition_id = u.p AND m.seq > u.cur) AS more) x
        WHERE u.ex AND NOT u.ex0
+         AND EXISTS (SELECT 1 FROM queen.messages m WHERE m.partition_id = u.p AND m.seq > u.cur)
+       ORDER BY 1, 2
+      ON CONFLICT DO NOTHING;
+      INSERT INTO queen.cursors AS cu (partition_id, group_id, acked_seq)
+      SELECT u.p, u.g, u.cur
+        FROM unnest(s_pid, s_gid, s_cur, s_ex, s_ex0) AS u(p, g, cur, ex, ex0)
+       WHERE u.ex AND NOT u.ex0
+         AND NOT EXISTS (SELECT 1 FROM queen.messages m WHERE m.partition_id = u.p AND m.seq > u.cur)
        ORDER BY 1, 2
       ON CONFLICT (partition_id, group_id) DO UPDATE
-        SET acked_seq = GREATEST(r.acked_seq, EXCLUDED.acked_seq), avail_at = EXCLUDED.avail_at,
-            lease_id = NULL, leased_from = NULL, leased_to = NULL, batch_size = 0, acked_count = 0,
-            attempts = 0, drained_at = EXCLUDED.drained_at;
+        SET acked_seq = GREATEST(cu.acked_seq, EXCLUDED.acked_seq), updated_at = now();
     END IF;
   END IF;
 

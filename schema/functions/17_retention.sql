@@ -103,7 +103,6 @@ BEGIN
       JOIN queen.ready r ON r.queue_id = q.id
      WHERE q.max_wait_time_seconds > 0
        AND (r.lease_id IS NULL OR r.avail_at <= now())
-       AND r.avail_at < 'infinity'              -- idle rows (I3): nothing pending
        AND (SELECT m.created_at FROM queen.messages m
              WHERE m.partition_id = r.partition_id AND m.seq > r.acked_seq
              ORDER BY m.seq LIMIT 1) < now() - make_interval(secs => q.max_wait_time_seconds)
@@ -136,11 +135,16 @@ BEGIN
            batch_size = 0, acked_count = 0, attempts = 0, avail_at = LEAST(r.avail_at, now())
      WHERE r.partition_id = c.pid AND r.acked_seq < v_b;
 
-    -- drain: released rows with nothing left after their cursor go idle (I3)
-    UPDATE queen.ready r SET avail_at = 'infinity', attempts = 0, drained_at = now()
-     WHERE r.partition_id = c.pid AND r.lease_id IS NULL AND r.avail_at < 'infinity'
-       AND NOT EXISTS (SELECT 1 FROM queen.messages m
-                        WHERE m.partition_id = r.partition_id AND m.seq > r.acked_seq AND m.seq > v_b);
+    WITH d AS (
+      DELETE FROM queen.ready r
+       WHERE r.partition_id = c.pid AND r.lease_id IS NULL
+         AND NOT EXISTS (SELECT 1 FROM queen.messages m
+                          WHERE m.partition_id = r.partition_id AND m.seq > r.acked_seq AND m.seq > v_b)
+      RETURNING r.partition_id, r.group_id, r.acked_seq)
+    INSERT INTO queen.cursors AS cu (partition_id, group_id, acked_seq)
+    SELECT * FROM d ORDER BY 1, 2
+    ON CONFLICT (partition_id, group_id) DO UPDATE
+      SET acked_seq = GREATEST(cu.acked_seq, EXCLUDED.acked_seq), updated_at = now();
 
     DELETE FROM queen.messages m WHERE m.partition_id = c.pid AND m.seq > v_min AND m.seq <= v_b;
     GET DIAGNOSTICS v_d = ROW_COUNT;

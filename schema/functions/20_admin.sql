@@ -227,8 +227,7 @@ LANGUAGE sql STABLE AS $$
        AND (p_group IS NULL OR g.name = p_group)
        AND (p_queue IS NULL OR q.name = p_queue)),
   s AS (
-    -- an idle row (avail_at = infinity, I3) is a drained pair, as a cursors row
-    SELECT g.*, r.partition_id AS pid, r.acked_seq AS cur, r.avail_at < 'infinity' AS has_ready,
+    SELECT g.*, r.partition_id AS pid, r.acked_seq AS cur, true AS has_ready,
            (r.lease_id IS NOT NULL AND r.avail_at > now()) AS la,
            CASE WHEN r.lease_id IS NOT NULL AND r.avail_at > now() THEN r.avail_at END AS lexp
       FROM g JOIN queen.ready r ON r.group_id = g.id
@@ -256,7 +255,7 @@ $$;
 -- Message counts of one queue by status, without work per partition where
 -- none is needed (issue 18): the partition count and the stored total are
 -- sums over the queue's maintained statistics (partition_stats, 66_stats.sql);
--- only partitions that may have work for a group (a live ready row, invariant
+-- only partitions that may have work for a group (a ready row, invariant
 -- I3) get their unconsumed tail counted (_admin_pstats), so a consumed
 -- queue of a million partitions counts the few with a backlog. A queue no
 -- group consumes reads no message at all (pending = total - dead). While a
@@ -282,7 +281,7 @@ LANGUAGE sql STABLE AS $$
       FROM queen.dead_letters d WHERE d.queue_id = p_qid),
   w AS (
     SELECT DISTINCT r.partition_id AS pid FROM g, queen.ready r
-     WHERE g.grouped AND NOT g.backfilling AND r.queue_id = p_qid AND r.avail_at < 'infinity'
+     WHERE g.grouped AND NOT g.backfilling AND r.queue_id = p_qid
     UNION
     SELECT p.id FROM g, queen.partitions p WHERE g.backfilling AND p.queue_id = p_qid),
   work AS (
@@ -297,7 +296,7 @@ LANGUAGE sql STABLE AS $$
 $$;
 
 -- The (group, partition) pairs with a backlog, for the overview's lag: a
--- group's live ready rows only (a pair without one has no work, invariant I3),
+-- group's ready rows only (a pair without one has no work, invariant I3),
 -- of the groups that consumed somewhere (as _admin_group_parts' `active`).
 CREATE FUNCTION queen._admin_lag_pairs(p_tenant text)
 RETURNS TABLE(t double precision, o bigint)
@@ -312,7 +311,6 @@ LANGUAGE sql STABLE AS $$
                                       WHERE r.partition_id = c.partition_id AND r.group_id = c.group_id))))
   SELECT extract(epoch FROM now() - x.oldest)::float8, x.tail
     FROM g JOIN queen.ready r ON r.queue_id = g.queue_id AND r.group_id = g.id
-                             AND r.avail_at < 'infinity'            -- idle rows: no backlog (I3)
     CROSS JOIN LATERAL (
       SELECT count(*) AS tail,
              (SELECT m.created_at FROM queen.messages m WHERE m.partition_id = r.partition_id
@@ -1088,12 +1086,8 @@ BEGIN
       acked_seq = EXCLUDED.acked_seq, avail_at = now(), lease_id = NULL, leased_from = NULL,
       leased_to = NULL, batch_size = 0, acked_count = 0, attempts = 0;
   ELSE
-    -- nothing follows: the pair is idle (I3)
-    INSERT INTO queen.ready AS r (partition_id, group_id, queue_id, avail_at, acked_seq, drained_at)
-    VALUES (v_pid, v_gid, v_qid, 'infinity', v_cur, now())
-    ON CONFLICT (partition_id, group_id) DO UPDATE SET
-      acked_seq = EXCLUDED.acked_seq, avail_at = 'infinity', lease_id = NULL, leased_from = NULL,
-      leased_to = NULL, batch_size = 0, acked_count = 0, attempts = 0, drained_at = now();
+    DELETE FROM queen.ready WHERE partition_id = v_pid AND group_id = v_gid;
+    INSERT INTO queen.cursors (partition_id, group_id, acked_seq) VALUES (v_pid, v_gid, v_cur);
   END IF;
   SELECT m.created_at INTO v_at FROM queen.messages m
    WHERE m.partition_id = v_pid AND m.seq <= v_cur ORDER BY m.seq DESC LIMIT 1;
@@ -1267,8 +1261,7 @@ BEGIN
         'stats', queen._stats_json(a.total, a.pending, a.processing, a.completed, a.failed, a.dead),
         'cursor', json_build_object('totalConsumed', a.completed + a.dead, 'batchesConsumed', 0),
         'lastActivity', queen._ts_ms(GREATEST(a.newest,
-           (SELECT max(c.updated_at) FROM queen.cursors c WHERE c.partition_id = a.pid),
-           (SELECT max(r.drained_at) FROM queen.ready r WHERE r.partition_id = a.pid))),
+           (SELECT max(c.updated_at) FROM queen.cursors c WHERE c.partition_id = a.pid))),
         'oldestMessage', queen._ts_ms(a.oldest), 'newestMessage', queen._ts_ms(a.newest))
       ORDER BY a.pname) FILTER (WHERE a.pid IS NOT NULL), '[]'::json),
     'totals', json_build_object(

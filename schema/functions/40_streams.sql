@@ -178,17 +178,19 @@ BEGIN
                            ELSE rr.avail_at END
        WHERE rr.partition_id = v_pid AND rr.group_id = v_gid
       RETURNING * INTO r;
-      -- drain: the row goes idle (exact: the partition lock is held, I3);
-      -- an idle row stays idle (nothing follows its cursor)
+      -- drain (exact: the partition lock is held, I3)
       IF r.lease_id IS NULL AND r.avail_at <= now()
          AND NOT EXISTS (SELECT 1 FROM queen.messages m WHERE m.partition_id = v_pid AND m.seq > r.acked_seq) THEN
-        UPDATE queen.ready rr SET avail_at = 'infinity', attempts = 0, drained_at = now()
-         WHERE rr.partition_id = v_pid AND rr.group_id = v_gid;
+        DELETE FROM queen.ready rr WHERE rr.partition_id = v_pid AND rr.group_id = v_gid;
+        INSERT INTO queen.cursors AS cu (partition_id, group_id, acked_seq)
+        VALUES (v_pid, v_gid, r.acked_seq)
+        ON CONFLICT (partition_id, group_id) DO UPDATE
+          SET acked_seq = GREATEST(cu.acked_seq, EXCLUDED.acked_seq), updated_at = now();
       END IF;
       RETURN QUERY SELECT 'ack'::text, 1, v_seq, v_pid, NULL::bool, v_qname, r.lease_id IS NULL, v_dl;
     ELSE
       -- no state for the group here yet: create it with the cursor at the
-      -- acked message (a live ready row when messages follow, else an idle one)
+      -- acked message (a ready row when messages follow, else a cold cursor)
       SELECT GREATEST(COALESCE(c.acked_seq, g.start_seq), v_seq) INTO v_cold
         FROM queen.consumer_groups g
         LEFT JOIN queen.cursors c ON c.partition_id = v_pid AND c.group_id = g.id
@@ -197,8 +199,10 @@ BEGIN
         INSERT INTO queen.ready (partition_id, group_id, queue_id, avail_at, acked_seq)
         VALUES (v_pid, v_gid, v_qid, now(), v_cold);
       ELSE
-        INSERT INTO queen.ready (partition_id, group_id, queue_id, avail_at, acked_seq, drained_at)
-        VALUES (v_pid, v_gid, v_qid, 'infinity', v_cold, now());
+        INSERT INTO queen.cursors AS cu (partition_id, group_id, acked_seq)
+        VALUES (v_pid, v_gid, v_cold)
+        ON CONFLICT (partition_id, group_id) DO UPDATE
+          SET acked_seq = GREATEST(cu.acked_seq, EXCLUDED.acked_seq), updated_at = now();
       END IF;
       RETURN QUERY SELECT 'ack'::text, 1, v_seq, v_pid, NULL::bool, v_qname, true, v_dl;
     END IF;

@@ -323,13 +323,13 @@ BEGIN
     PERFORM queen.lock_partition(v_pid);
     SELECT max(m.seq) INTO v_top FROM queen.messages m WHERE m.partition_id = v_pid;
     CONTINUE WHEN v_top IS NULL;
-    -- the pair goes idle at the newest message (I3: nothing after it, L1 held)
-    INSERT INTO queen.ready AS r (partition_id, group_id, queue_id, avail_at, acked_seq, drained_at)
-    VALUES (v_pid, v_gid, v_qid, 'infinity', v_top, now())
-    ON CONFLICT (partition_id, group_id) DO UPDATE
-       SET acked_seq = GREATEST(r.acked_seq, EXCLUDED.acked_seq), lease_id = NULL, leased_from = NULL,
-           leased_to = NULL, batch_size = 0, acked_count = 0, attempts = 0,
-           avail_at = 'infinity', drained_at = now();
+    UPDATE queen.ready r
+       SET acked_seq = GREATEST(r.acked_seq, v_top), lease_id = NULL, leased_from = NULL,
+           leased_to = NULL, batch_size = 0, acked_count = 0, attempts = 0, avail_at = now()
+     WHERE r.partition_id = v_pid AND r.group_id = v_gid;
+    INSERT INTO queen.cursors AS c (partition_id, group_id, acked_seq) VALUES (v_pid, v_gid, v_top)
+    ON CONFLICT (partition_id, group_id)
+    DO UPDATE SET acked_seq = GREATEST(c.acked_seq, EXCLUDED.acked_seq), updated_at = now();
   END LOOP;
   RETURN QUERY SELECT 'ok'::text;
 END
@@ -653,7 +653,7 @@ BEGIN
   v_gid := queen._sqs_qm(v_qid);
   -- Ready rows in (partition, group) order, like queen.ack and queen.renew.
   PERFORM 1 FROM queen.ready r
-   WHERE r.group_id = v_gid AND r.partition_id = ANY (p_pids) AND r.lease_id IS NOT NULL
+   WHERE r.group_id = v_gid AND r.partition_id = ANY (p_pids)
    ORDER BY r.partition_id FOR UPDATE;
   FOR i IN 1..COALESCE(array_length(p_pids, 1), 0) LOOP
     UPDATE queen.ready r

@@ -17,7 +17,6 @@ import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
 import {
     ROOT, PG_HOST, PG_PORT, createDatabase, psql, http, startBroker, warmUp, popPath, pushItems,
-    ackBatch, ackFor,
 } from './lib.mjs';
 
 const execFileP = promisify(execFile);
@@ -193,82 +192,6 @@ test('a database of the previous release: recognised, new functions, nothing los
         assert.equal(await again.stop(), 0);
     } finally {
         await b.stop();
-    }
-});
-
-//  Pops a group until it answers empty, acking every message it gets;
-//  resolves to "partition:n" of each message, in delivery order.
-async function drainGroup (url, queue, group) {
-    const got = [];
-    for (let round = 0; round < 20; round++) {
-        const ms = await popPath(url, queue, `&consumerGroup=${group}&batch=10&partitions=10`);
-        if (ms.length === 0)
-            return got;
-        for (const m of ms)
-            got.push(`${m.partition}:${m.data.n}`);
-        await ackBatch(url, ms.map((m) => ackFor(m, { status: 'completed' })), { consumerGroup: group, success: true });
-    }
-    assert.fail(`${group} did not drain in 20 pops: ${got}`);
-}
-
-test('a database of migration 0019 (drained pairs in queen.cursors, no ready row): 0020 applied, every group resumes at its cursor', async () => {
-    const b = await startBroker();
-    const db = b.db;
-    const items = (n, parts) => parts.flatMap((p) => [...Array(n).keys()].map((i) => (
-        { queue: 'idle-up', partition: p, payload: { n: i } })));
-    try {
-        await warmUp(b.url);
-        await pushItems(b.url, items(2, ['p1', 'p2', 'p3']), { queued: true });
-        //  The queue mode drains every partition; g1 drains p1 only (a
-        //  partition pop), so it has live rows on p2 and p3.
-        assert.deepEqual((await drainGroup(b.url, 'idle-up', '__QUEUE_MODE__')).sort(),
-            ['p1:0', 'p1:1', 'p2:0', 'p2:1', 'p3:0', 'p3:1']);
-        const g1 = await popPath(b.url, 'idle-up/partition/p1', '&consumerGroup=g1&batch=10');
-        assert.deepEqual(g1.map((m) => m.data.n), [0, 1]);
-        await ackBatch(b.url, g1.map((m) => ackFor(m, { status: 'completed' })), { consumerGroup: 'g1', success: true });
-    } finally {
-        assert.equal(await b.stop(), 0);
-    }
-    assert.equal(await psql(`SELECT count(*) FROM queen.ready WHERE avail_at = 'infinity'`, { db }), '4',
-        'this build leaves the four drained pairs idle');
-
-    //  The state as the previous release (migration 0019) stores it: a
-    //  drained pair has its cursor in queen.cursors and no ready row.
-    await psql(`BEGIN;
-        INSERT INTO queen.cursors (partition_id, group_id, acked_seq)
-        SELECT partition_id, group_id, acked_seq FROM queen.ready WHERE avail_at = 'infinity';
-        DELETE FROM queen.ready WHERE avail_at = 'infinity';
-        ALTER TABLE queen.ready DROP COLUMN drained_at;
-        DELETE FROM queen.schema_migrations WHERE version >= 20;
-        COMMIT;`, { db });
-    const cold = `SELECT string_agg(p.name || '/' || g.name || '=' || (c.acked_seq = (SELECT max(m.seq) FROM queen.messages m
-                     WHERE m.partition_id = p.id)), ',' ORDER BY p.name, g.name)
-                    FROM queen.cursors c JOIN queen.partitions p ON p.id = c.partition_id
-                    JOIN queen.consumer_groups g ON g.id = c.group_id`;
-    assert.equal(await psql(cold, { db }),
-        'p1/__QUEUE_MODE__=true,p1/g1=true,p2/__QUEUE_MODE__=true,p3/__QUEUE_MODE__=true');
-    assert.equal(await psql('SELECT count(*) FROM queen.ready', { db }), '2', 'g1 on p2 and p3');
-
-    const up = await startBroker({ db });
-    try {
-        assert.match(up.logs(), /schema applied: file=0020_idle_ready\.sql/);
-        assert.equal(await psql(cold, { db }),
-            'p1/__QUEUE_MODE__=true,p1/g1=true,p2/__QUEUE_MODE__=true,p3/__QUEUE_MODE__=true', 'no data moved');
-        await warmUp(up.url);
-        //  nothing is delivered again before a push
-        assert.deepEqual(await drainGroup(up.url, 'idle-up', '__QUEUE_MODE__'), []);
-        await pushItems(up.url, items(1, ['p1', 'p2', 'p3']).map((it) => ({ ...it, payload: { n: 9 } })), { queued: true });
-        assert.deepEqual((await drainGroup(up.url, 'idle-up', '__QUEUE_MODE__')).sort(), ['p1:9', 'p2:9', 'p3:9'],
-            'the queue mode resumes at its cold cursors');
-        assert.deepEqual((await drainGroup(up.url, 'idle-up', 'g1')).sort(),
-            ['p1:9', 'p2:0', 'p2:1', 'p2:9', 'p3:0', 'p3:1', 'p3:9'], 'g1 resumes at its cursor on every partition');
-        //  every pair is now an idle ready row at the partition's last message
-        assert.equal(await psql(`SELECT count(*) || ':' || bool_and(r.avail_at = 'infinity'
-                AND r.acked_seq = (SELECT max(m.seq) FROM queen.messages m WHERE m.partition_id = r.partition_id))
-              FROM queen.ready r JOIN queen.partitions p ON p.id = r.partition_id
-              JOIN queen.queues q ON q.id = p.queue_id WHERE q.name = 'idle-up'`, { db }), '6:true');
-    } finally {
-        assert.equal(await up.stop(), 0);
     }
 });
 

@@ -44,12 +44,11 @@ SELECT pg_temp.ok(NOT bool_or(lease_released), 'not released at 3 of 4') FROM k2
 SELECT pg_temp.ok_one(array_agg(success AND lease_released), 'released when acked_count reaches batch_size')
   FROM pg_temp.ack1(NULL, (SELECT min(partition_id) FROM b), (SELECT min(seq) FROM b), 'success',
                     pg_temp.L(2), NULL);
--- drained: the ready row is idle (avail_at = infinity, I3), cursor at the
--- last message, counter reset
-SELECT pg_temp.ok_one(array_agg(c.acked_seq = (SELECT max(seq) FROM b) AND c.avail_at = 'infinity'
-                                AND c.lease_id IS NULL AND c.attempts = 0 AND c.drained_at IS NOT NULL),
-                      'idle row, cursor at the last message')
-  FROM queen.ready c WHERE c.partition_id = (SELECT min(partition_id) FROM b)
+-- drained: ready row gone, cursor kept in cursors, counter reset
+SELECT pg_temp.ok(NOT EXISTS (SELECT 1 FROM queen.ready r WHERE r.partition_id = (SELECT min(partition_id) FROM b)
+                              AND r.group_id = pg_temp.gid(pg_temp.qn('ls'), '__QUEUE_MODE__')), 'drained row deleted');
+SELECT pg_temp.ok_one(array_agg(c.acked_seq = (SELECT max(seq) FROM b)), 'cursor at the last message')
+  FROM queen.cursors c WHERE c.partition_id = (SELECT min(partition_id) FROM b)
    AND c.group_id = pg_temp.gid(pg_temp.qn('ls'), '__QUEUE_MODE__');
 -- a consumer that acked everything pops the next batch at once
 SELECT pg_temp.pushn(pg_temp.qn('ls'), 'p', 2);

@@ -30,9 +30,8 @@ SELECT pg_temp.ok(count(*) = 3 AND array_agg(d.error ORDER BY seq) = ARRAY['boom
   FROM queen.dead_letters d JOIN queen.messages m USING (partition_id, seq)
  WHERE d.partition_id = (SELECT min(partition_id) FROM a1);
 SELECT pg_temp.ok(count(*) = 1 AND bool_and(seq IS NULL), 'A: nothing left') FROM pg_temp.pop(pg_temp.qn('r1'), NULL, NULL, 10, 1, pg_temp.L(3));
-SELECT pg_temp.ok_one(array_agg(c.acked_seq = (SELECT max(seq) FROM a1) AND c.avail_at = 'infinity'),
-                      'A: drained (idle), cursor past the DLQ messages')
-  FROM queen.ready c WHERE c.partition_id = (SELECT min(partition_id) FROM a1);
+SELECT pg_temp.ok_one(array_agg(c.acked_seq = (SELECT max(seq) FROM a1)), 'A: drained, cursor past the DLQ messages')
+  FROM queen.cursors c WHERE c.partition_id = (SELECT min(partition_id) FROM a1);
 
 -- B. retryLimit 3, batch of 100: two failed attempts, the third attempt gets all 100;
 --    3 failures in total, the 4th dead-letters all 100

@@ -9,6 +9,5 @@ CREATE TEMP TABLE a2 AS SELECT * FROM queen.pop('', pg_temp.qn('aa'), NULL, NULL
 SELECT pg_temp.ok(count(*) = 3 AND min(seq) > (SELECT max(seq) FROM a1), 'auto-ack: next pop continues') FROM a2;
 SELECT pg_temp.ok(count(*) = 1 AND bool_and(seq IS NULL), 'auto-ack: drained')
   FROM queen.pop('', pg_temp.qn('aa'), NULL, NULL, NULL, NULL, 10, 1, NULL, true);
-SELECT pg_temp.ok_one(array_agg(c.acked_seq = (SELECT max(seq) FROM a2) AND c.avail_at = 'infinity'),
-                      'auto-ack: stale row cleaned (idle)')
-  FROM queen.ready c WHERE c.partition_id = (SELECT min(partition_id) FROM a1);
+SELECT pg_temp.ok_one(array_agg(c.acked_seq = (SELECT max(seq) FROM a2)), 'auto-ack: stale row cleaned into cursors')
+  FROM queen.cursors c WHERE c.partition_id = (SELECT min(partition_id) FROM a1);

@@ -2,7 +2,7 @@
 # An ack never waits for a push holding the partition lock (docs/storage.md,
 # queen.ack step 5): it answers at once, keeps the ready row (no drain while
 # the push is in flight), and the pushed message is delivered once the push
-# commits; when the push rolls back, the row left behind is idled by a claim.
+# commits; when the push rolls back, the row left behind is cleaned by a claim.
 set -e
 run=$(date +%s%N)
 q="nowait_$run"
@@ -22,9 +22,9 @@ ack () {    # ack seq $1 of partition $2 under lease $3, must not wait 1.5 s
         SELECT success::text || ' ' || lease_released::text FROM queen.ack('', ARRAY[NULL], ARRAY[$2]::bigint[],
           ARRAY[NULL], ARRAY[$1]::bigint[], ARRAY['completed'], ARRAY['$3']::uuid[], ARRAY[NULL]);"
 }
-ready () {  # live ready rows of the partition (an idle one, avail_at = infinity, is drained: I3)
+ready () {  # ready rows of the partition
   sql "$@" -c "SELECT count(*) FROM queen.ready r JOIN queen.partitions p ON p.id = r.partition_id
-                JOIN queen.queues qq ON qq.id = p.queue_id WHERE qq.name = '$q' AND r.avail_at < 'infinity'"
+                JOIN queen.queues qq ON qq.id = p.queue_id WHERE qq.name = '$q'"
 }
 fail () { echo "FAIL: $*" >&2; exit 1; }
 

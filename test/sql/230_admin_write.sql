@@ -5,9 +5,7 @@
 
 CREATE FUNCTION pg_temp.state(q text, grp text) RETURNS text LANGUAGE sql AS $$
   SELECT COALESCE(string_agg(p.name || ':' || s.kind || s.cur, ',' ORDER BY p.name, s.kind), '')
-    -- an idle ready row (avail_at = infinity, I3) is a drained pair: 'c'
-    FROM (SELECT r.partition_id, CASE WHEN r.avail_at = 'infinity' THEN 'c' ELSE 'r' END AS kind,
-                 r.acked_seq AS cur FROM queen.ready r
+    FROM (SELECT r.partition_id, 'r' AS kind, r.acked_seq AS cur FROM queen.ready r
            WHERE r.group_id = pg_temp.gid(q, grp)
           UNION ALL
           SELECT c.partition_id, 'c', c.acked_seq FROM queen.cursors c WHERE c.group_id = pg_temp.gid(q, grp)) s
