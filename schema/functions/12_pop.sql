@@ -441,7 +441,13 @@ BEGIN
       acked_count = 0,
       acked_seq   = CASE WHEN v_auto THEN per.hi ELSE GREATEST(r.acked_seq, per.cur) END,
       attempts    = CASE WHEN v_auto THEN 0 ELSE r.attempts END
-    FROM per WHERE r.partition_id = per.pid AND r.group_id = v_gid)
+    -- `= ANY (l_pid)` and `group_id + 0`: the only index condition is on
+    -- the primary key's first column, the claimed partitions (a row per
+    -- group each). With group_id usable, a generic plan made while ready
+    -- was small read every row of the group through ready_claim (group_id
+    -- alone, without its leading queue_id) and hash-joined them: a pop of
+    -- 1 partition paid for all the group's ready rows.
+    FROM per WHERE r.partition_id = ANY (l_pid) AND r.group_id + 0 = v_gid AND r.partition_id = per.pid)
   SELECT q.name::text, per.pid, p.name::text, m.seq, m.created_at, m.txn_id::text, m.trace_id,
          m.producer, m.payload, m.is_encrypted, v_exp, NULL::timestamptz
   FROM per
