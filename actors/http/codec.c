@@ -6,19 +6,23 @@
     live in codec_http_<area>.c.
     Receives  QN_MSG_HTTP_REQUEST, QN_MSG_HTTP_CLOSED, QN_MSG_HTTP_DRAINED,
               PG_RESULT replies, "db", "maintenance" and "committed" events;
-              from the mesh, "qconf" (drop cached queue settings) and
-              "mesh" (its status, shown by /health and /metrics)
+              from the mesh, "qconf" (drop cached queue settings),
+              "mesh" (its status, shown by /health and /metrics) and
+              QN_MSG_MESH_EPH (peers' ephemeral operations)
     Sends     QN_MSG_HTTP_RESPONSE to the acceptor; PG_EXEC / PUSH to
               pg_writer and pg_reader; "committed" events (acks)
     Owns      the request contexts; the parked long-polls (a park table,
               actors/park/park.h, fed "committed" here, used by pop.c);
               responses held while the acceptor is at its high-water mark
               (sent in order when it drains); the access-control and
-              payload-encryption state (auth.c, seal.c)
+              payload-encryption state (auth.c, seal.c); the ephemeral
+              queues' table (actors/ephemeral/table.h, routes in
+              ephemeral.c: answered from this thread)
     Failure   a bad request gets a 4xx JSON error; a handler that never
               answers is caught by the request's own deadline
 */
 #include "actors/http/codec.h"
+#include "actors/ephemeral/table.h"
 #include "actors/park/park.h"
 #include "actors/pg/committed.h"
 #include "base/hashmap.h"
@@ -60,6 +64,7 @@ struct qn_codec {
     qn_buf_t out;               //  Reusable response buffer
     qn_http_auth_t *auth;       //  Owned: access control, created on first use
     qn_park_t *park;            //  Owned: parked long-polls
+    qn_eph_t *eph;              //  Owned: the ephemeral queues (docs/ephemeral.md)
     qn_http_seal_t *seal;       //  Owned: payload encryption state, created on first use
     s_held_t *held_head;        //  Owned: responses the acceptor could not take
     s_held_t *held_tail;        //  yet, sent in this order when it drains
@@ -116,6 +121,12 @@ qn_park_t *
 qn_codec_park (qn_codec_t *codec)
 {
     return codec->park;
+}
+
+qn_eph_t *
+qn_codec_eph (qn_codec_t *codec)
+{
+    return codec->eph;
 }
 
 qn_http_seal_t *
@@ -804,7 +815,16 @@ s_on_start (void *self_, const qn_env_t *env)
     qn_subscribe (codec->kernel, "qconf");         //  mesh (docs/mesh.md)
     qn_subscribe (codec->kernel, "mesh");
     qn_park_start (codec->park);
+    qn_eph_start (codec->eph);
     return 0;
+}
+
+//  A peer's ephemeral operation, from the mesh.
+static int
+s_on_mesh_eph (void *self_, const qn_env_t *env)
+{
+    qn_codec_t *codec = self_;
+    return qn_eph_peer (codec->eph, env->body.ptr, env->body.len);
 }
 
 static void
@@ -838,6 +858,7 @@ s_destroy (void **self_p)
     qn_buf_free (&codec->out);
     qn_http_auth_destroy (&codec->auth);
     qn_park_destroy (&codec->park);
+    qn_eph_destroy (&codec->eph);
     qn_http_seal_destroy (&codec->seal);
     free (codec->mesh_status);
     free (codec);
@@ -856,6 +877,7 @@ static const qn_route_t s_routes [] = {
     { QN_MSG_MESH_QCONF, s_on_qconf },
     { QN_MSG_MESH_STALE, s_on_stale },
     { QN_MSG_MESH_STATUS, s_on_mesh_status },
+    { QN_MSG_MESH_EPH, s_on_mesh_eph },
     { 0, NULL }
 };
 
@@ -876,6 +898,8 @@ qn_codec_http_new (qn_kernel_t *kernel, const qn_config_t *config)
         .attempt_ms = config->db_statement_timeout_ms + 5000
     };
     codec->park = qn_park_new (kernel, &park);
+    qn_eph_def_t eph = { .answer = qn_http_eph_answer, .arg = codec, .coalesce = true };
+    codec->eph = qn_eph_new (kernel, config, &eph);
     qn_actor_def_t def = {
         .name = "codec_http", .routes = s_routes, .self = codec, .destroy = s_destroy
     };

@@ -186,4 +186,13 @@ qn_park_t *qn_codec_park (qn_codec_t *codec);
 void qn_http_pop_wake (void *codec, uint64_t ctx_id);
 void qn_http_pop_expire (void *codec, uint64_t ctx_id);
 
+//  The ephemeral queues' table (actors/ephemeral/table.h): owned by the
+//  codec, run in its thread, fed the mesh's QN_MSG_MESH_EPH; the routes
+//  (actors/http/ephemeral.c) call it directly. Its answers come to
+//  qn_http_eph_answer (ephemeral.c) with the request's context id.
+typedef struct qn_eph qn_eph_t;
+qn_eph_t *qn_codec_eph (qn_codec_t *codec);
+void qn_http_eph_answer (void *codec, const char *reply_to, uint64_t corr, int status,
+                         const char *json, size_t len);
+
 #endif
