@@ -19,7 +19,9 @@
 #   MESH_BEFORE_BIN=/tmp/main-base/build/queen MESH_PAIRS=3 MESH_RR_ONLY=1 sh bench/mesh.sh build
 # Writes QN_BENCH_OUT/mesh.txt. Environment: MESH_ROUNDS (200 wake-up
 # rounds), MESH_SECONDS (10 per shape), MESH_PAIRS (1), MESH_SHAPES,
-# MESH_BEFORE_BIN, MESH_RR_ONLY, MESH_BEFORE_NODE.
+# MESH_BEFORE_BIN, MESH_RR_ONLY, MESH_BEFORE_NODE, MESH_PERF (a directory:
+# `perf record -g` of both brokers during each shape, perf-LABEL.data;
+# MESH_PERF_ARGS replaces -g, e.g. "--call-graph dwarf -F 300").
 set -eu
 
 HERE=$(cd "$(dirname "$0")" && pwd -P)
@@ -95,10 +97,20 @@ cpu_ticks () {
 # rr LABEL REQUESTERS DEPTH REPLIERS BATCH: one mesh_rr run into rr-LABEL.json,
 # with both brokers' CPU ticks over the run in rr-LABEL.cpu
 rr () {
+    perf_pid=""
+    if [ -n "${MESH_PERF:-}" ]; then
+        mkdir -p "$MESH_PERF"
+        perf record -q ${MESH_PERF_ARGS:--g} -p "$PID_A,$PID_B" -o "$MESH_PERF/perf-$1.data" > /dev/null 2>&1 &
+        perf_pid=$!
+    fi
     t0=$(cpu_ticks)
     "$QN_TMP/mesh_rr" 127.0.0.1 "$PORT_A" 127.0.0.1 "$PORT_B" "$SECONDS_EACH" "$2" "$3" "$4" \
         "rr-$1" "$QN_TMP/rr-$1.json" "$5"
     t1=$(cpu_ticks)
+    if [ -n "$perf_pid" ]; then
+        kill -INT "$perf_pid" 2>/dev/null || true
+        wait "$perf_pid" 2>/dev/null || true
+    fi
     echo "$((t1 - t0)) $(getconf CLK_TCK)" > "$QN_TMP/rr-$1.cpu"
 }
 

@@ -359,9 +359,12 @@ s_batch_json (self_t *self, qn_buf_t *b, s_msg_t *head)
 
 //  Hands m to the oldest local waiter of q (takes m); false when none
 //  waits. A waiter with max collects messages until it is full or the
-//  next flush, so a burst goes out as one answer.
+//  next flush, so a burst goes out as one answer. `offered`: m came in a
+//  peer's OFFER, and that peer counted it against our last WANT already,
+//  so the hand alone sends no new WANT (other peers learn at the next
+//  one: a change they cannot count, or the repeat within a second).
 static bool
-s_hand_local (self_t *self, s_queue_t *q, s_msg_t *m)
+s_hand_local (self_t *self, s_queue_t *q, s_msg_t *m, bool offered)
 {
     s_waiter_t *w = q->whead;
     if (!w)
@@ -382,7 +385,10 @@ s_hand_local (self_t *self, s_queue_t *q, s_msg_t *m)
             w->ready_next = self->ready;
             self->ready = w;
         }
-        s_want (self, q);
+        if (offered)
+            s_arm_flush (self);     //  Its answer; the flush tells the peers when it is gone
+        else
+            s_want (self, q);
         return true;
     }
     s_waiter_unlink_queue (q, w);
@@ -393,7 +399,8 @@ s_hand_local (self_t *self, s_queue_t *q, s_msg_t *m)
     qn_buf_free (&b);
     free (w);
     s_msg_free (self, m);
-    s_want (self, q);
+    if (!offered)
+        s_want (self, q);
     return true;
 }
 
@@ -490,7 +497,7 @@ s_buffer (self_t *self, s_queue_t *q, s_msg_t *m)
 static const char *
 s_deliver (self_t *self, s_queue_t *q, s_msg_t *m, int *status)
 {
-    if (s_hand_local (self, q, m))
+    if (s_hand_local (self, q, m, false))
         return "delivered";
     s_remote_t *r = s_remote_pick (q);
     if (r) {
@@ -1345,7 +1352,7 @@ s_peer_op (self_t *self, const qn_msg_eph_peer_t *op_)
             if (!q)
                 break;
             s_msg_t *m = s_msg_new (self, op.payload, op.a, op.b);
-            if (s_hand_local (self, q, m) || s_buffer (self, q, m) == 0)
+            if (s_hand_local (self, q, m, true) || s_buffer (self, q, m) == 0)
                 break;
             self->dropped++;
             s_msg_free (self, m);
