@@ -70,6 +70,7 @@ struct qn_codec {
     s_held_t *held_tail;        //  yet, sent in this order when it drains
     bool held_waiting;          //  qn_on_writable asked
     char *mesh_status;          //  Owned: the mesh's last status (JSON), or NULL
+    void *metrics_cache;        //  Owned: metrics.c's series handles of answers
     size_t mesh_status_len;
 };
 
@@ -121,6 +122,12 @@ qn_park_t *
 qn_codec_park (qn_codec_t *codec)
 {
     return codec->park;
+}
+
+void **
+qn_codec_metrics_cache (qn_codec_t *codec)
+{
+    return &codec->metrics_cache;
 }
 
 qn_eph_t *
@@ -297,9 +304,12 @@ qn_http_reply_raw (qn_http_ctx_t *ctx, int status, const char *content_type,
         h->frame.data = qn_buf_detach (out, &n);
         h->frame.len = n;
         s_respond (codec, h);
-        char name [32];
-        snprintf (name, sizeof name, "http_responses_%dxx", status / 100);
-        qn_count (codec->kernel, name, 1);
+        static const char *const names [] = {
+            "http_responses_0xx", "http_responses_1xx", "http_responses_2xx", "http_responses_3xx",
+            "http_responses_4xx", "http_responses_5xx", "http_responses_6xx", "http_responses_7xx",
+            "http_responses_8xx", "http_responses_9xx"
+        };
+        qn_count (codec->kernel, names [(status / 100) % 10], 1);
         qn_http_metrics_answered (codec, ctx, status);
     }
     s_ctx_free (codec, ctx);
@@ -861,6 +871,7 @@ s_destroy (void **self_p)
     qn_eph_destroy (&codec->eph);
     qn_http_seal_destroy (&codec->seal);
     free (codec->mesh_status);
+    free (codec->metrics_cache);
     free (codec);
     *self_p = NULL;
 }

@@ -164,6 +164,9 @@ void qn_http_seal_forget (qn_codec_t *codec, const char *tenant, size_t tenant_l
 //  (counted for every answer by qn_http_reply_raw).
 void qn_http_metrics_render (qn_codec_t *codec, qn_buf_t *b, double uptime_s);
 void qn_http_metrics_answered (qn_codec_t *codec, qn_http_ctx_t *ctx, int status);
+//  A slot the codec owns (freed with it) where metrics.c keeps the series
+//  handles of answers, found once by name.
+void **qn_codec_metrics_cache (qn_codec_t *codec);
 
 extern const qn_http_route_t qn_http_routes_core [];
 extern const qn_http_route_t qn_http_routes_push [];    //  configure, push, lease
