@@ -45,7 +45,7 @@
 typedef struct s_held s_held_t;
 struct s_held {
     s_held_t *next;
-    msgpack_sbuffer body;       //  Owned: the HTTP_RESPONSE body
+    qn_buf_t body;              //  Owned: the HTTP_RESPONSE body (a few bytes)
     qn_frame_t frame;           //  Owned: the serialised response
     uint64_t conn_id;
 };
@@ -211,7 +211,7 @@ s_send_response (qn_codec_t *codec, s_held_t *h)
 {
     qn_msg_t msg = {
         .to = "acceptor", .type = QN_MSG_HTTP_RESPONSE,
-        .body = h->body.data, .body_len = h->body.size, .frames = &h->frame, .frame_count = 1
+        .body = h->body.data, .body_len = h->body.len, .frames = &h->frame, .frame_count = 1
     };
     return qn_send (codec->kernel, &msg);
 }
@@ -219,7 +219,7 @@ s_send_response (qn_codec_t *codec, s_held_t *h)
 static void
 s_held_free (s_held_t *h)
 {
-    msgpack_sbuffer_destroy (&h->body);
+    qn_buf_free (&h->body);
     free (h->frame.data);
     free (h);
 }
@@ -281,6 +281,15 @@ s_respond (qn_codec_t *codec, s_held_t *h)
     s_held_free (h);
 }
 
+//  msgpack into a qn_buf_t (sized to what is written: msgpack_sbuffer
+//  starts at 8 KiB).
+static int
+s_buf_write (void *data, const char *buf, size_t len)
+{
+    qn_buf_append (data, buf, len);
+    return 0;
+}
+
 void
 qn_http_reply_raw (qn_http_ctx_t *ctx, int status, const char *content_type,
                    const char *extra_headers, const char *body, size_t len)
@@ -296,9 +305,8 @@ qn_http_reply_raw (qn_http_ctx_t *ctx, int status, const char *content_type,
         qn_http_response (out, status, content_type, extra_headers, body, len, keep);
         s_held_t *h = qn_zalloc (sizeof *h);
         h->conn_id = ctx->conn_id;
-        msgpack_sbuffer_init (&h->body);
         msgpack_packer pk;
-        msgpack_packer_init (&pk, &h->body, msgpack_sbuffer_write);
+        msgpack_packer_init (&pk, &h->body, s_buf_write);
         qn_msg_http_response_t m = { .conn_id = ctx->conn_id, .seq = ctx->seq, .close = !keep };
         qn_msg_http_response_encode (&pk, &m);
         size_t n;
