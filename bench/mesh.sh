@@ -65,8 +65,8 @@ pair () {
     URL_A="http://127.0.0.1:$PORT_A"
     URL_B="http://127.0.0.1:$PORT_B"
     n=0
-    until [ "$(curl -s "$URL_A/health" | grep -o '"peersUp":1')" = '"peersUp":1' ] \
-       && [ "$(curl -s "$URL_B/health" | grep -o '"peersUp":1')" = '"peersUp":1' ]; do
+    until [ "$(curl -s --max-time 2 "$URL_A/health" | grep -o '"peersUp":1')" = '"peersUp":1' ] \
+       && [ "$(curl -s --max-time 2 "$URL_B/health" | grep -o '"peersUp":1')" = '"peersUp":1' ]; do
         n=$((n + 1))
         if [ $n -gt 300 ]; then
             echo "mesh: the two brokers did not join"; tail -n 20 "$QN_TMP"/broker-*.log; exit 1
