@@ -740,11 +740,33 @@ qn_http_response (qn_buf_t *out, int status, const char *content_type,
     size_t extra_len = extra_headers? strlen (extra_headers): 0;
     qn_buf_reserve (out, 320 + extra_len + (has_body? body_len: 0)
                          + (content_type? strlen (content_type): 0));
-    qn_buf_printf (out, "HTTP/1.1 %d %s\r\n", status, qn_http_reason (status));
-    if (content_type)
-        qn_buf_printf (out, "Content-Type: %s\r\n", content_type);
-    if (has_body)
-        qn_buf_printf (out, "Content-Length: %zu\r\n", body_len);
+    //  By hand, not printf: every answer of the broker passes here.
+    char num [24];
+    size_t n = sizeof num;
+    unsigned code = (unsigned) status;
+    do
+        num [--n] = (char) ('0' + code % 10);
+    while ((code /= 10) && n);
+    qn_buf_puts (out, "HTTP/1.1 ");
+    qn_buf_append (out, num + n, sizeof num - n);
+    qn_buf_putc (out, ' ');
+    qn_buf_puts (out, qn_http_reason (status));
+    qn_buf_puts (out, "\r\n");
+    if (content_type) {
+        qn_buf_puts (out, "Content-Type: ");
+        qn_buf_puts (out, content_type);
+        qn_buf_puts (out, "\r\n");
+    }
+    if (has_body) {
+        size_t v = body_len;
+        n = sizeof num;
+        do
+            num [--n] = (char) ('0' + v % 10);
+        while ((v /= 10) && n);
+        qn_buf_puts (out, "Content-Length: ");
+        qn_buf_append (out, num + n, sizeof num - n);
+        qn_buf_puts (out, "\r\n");
+    }
     qn_buf_puts (out, S_CORS_HEADERS);
     qn_buf_puts (out, keep_alive? "Connection: keep-alive\r\n": "Connection: close\r\n");
     if (extra_len)

@@ -53,14 +53,20 @@ qn_mp_scan (const char *buf, size_t len, const char *fmt, ...)
 {
     if (qn_msgpack_check (buf, len) < 0)
         return -1;
-    msgpack_unpacked msg;
-    msgpack_unpacked_init (&msg);
+    //  A small zone (as the envelope's): msgpack_unpack_next's own is an
+    //  8 KiB block, allocated and freed for every small body.
+    msgpack_zone zone;
+    if (!msgpack_zone_init (&zone, 512))
+        return -1;
+    msgpack_object root;
+    const msgpack_object *o = &root;
+    size_t off = 0;
     int rc = -1;
-    const msgpack_object *o = &msg.data;
     size_t want = 0;
     for (const char *f = fmt; *f; f++)
         want++;
-    if (msgpack_unpack_next (&msg, buf, len, NULL) == MSGPACK_UNPACK_SUCCESS
+    msgpack_unpack_return ur = msgpack_unpack (buf, len, &off, &zone, &root);
+    if ((ur == MSGPACK_UNPACK_SUCCESS || ur == MSGPACK_UNPACK_EXTRA_BYTES)
     &&  o->type == MSGPACK_OBJECT_ARRAY && o->via.array.size >= want) {
         va_list ap;
         va_start (ap, fmt);
@@ -70,6 +76,6 @@ qn_mp_scan (const char *buf, size_t len, const char *fmt, ...)
         va_end (ap);
     }
     //  Strings point into buf, not into the zone: destroying is safe.
-    msgpack_unpacked_destroy (&msg);
+    msgpack_zone_destroy (&zone);
     return rc;
 }

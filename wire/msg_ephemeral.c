@@ -1,6 +1,7 @@
 /*  wire/msg_ephemeral.c - the ephemeral queues' messages (see msg_ephemeral.h). Pure. */
 #include "wire/msg_ephemeral.h"
 #include "wire/mp.h"
+#include "wire/mpack_guard.h"
 
 #include <string.h>
 
@@ -60,4 +61,19 @@ qn_msg_eph_peer_decode (const char *buf, size_t len, qn_msg_eph_peer_t *out)
                     &out->payload.ptr, &out->payload.len, &out->n))
         return -1;
     return out->kind >= QN_EPH_WANT && out->kind <= QN_EPH_PUBLISH ? 0 : -1;
+}
+
+int
+qn_msg_eph_peer_next (const char *buf, size_t len, size_t *off, qn_msg_eph_peer_t *out,
+                      qn_eph_str_t *raw)
+{
+    if (*off >= len)
+        return 0;
+    int64_t n = qn_msgpack_check (buf + *off, len - *off);
+    if (n <= 0 || qn_msg_eph_peer_decode (buf + *off, (size_t) n, out))
+        return -1;
+    if (raw)
+        *raw = (qn_eph_str_t) { buf + *off, (size_t) n };
+    *off += (size_t) n;
+    return 1;
 }

@@ -6,9 +6,11 @@
         "" = none: names are per tenant); answered with a PG_RESULT-shaped
         reply (wire/msg_pg.h) of one row [http status, json body], so the
         codec reads it with its one reply decoder.
-    QN_MSG_MESH_EPH (265)   ephemeral <-> mesh: one peer operation (below),
-        ephemeral -> mesh to send it to every peer, mesh -> ephemeral when a
-        peer sent one (the mesh frame kind EPH carries its bytes).
+    QN_MSG_MESH_EPH (265)   ephemeral table <-> mesh: one or more peer
+        operations (below) back to back (a msgpack stream: the operations
+        of one loop pass travel as one message), table -> mesh to send them
+        to every peer, mesh -> table when peers sent some (the mesh frame
+        kind EPH carries the bytes of one operation).
     Peer operation: [kind, to, name, a, b, payload, n]
         WANT     name = queue, n = consumers waiting here now
         OFFER    to = the broker that has a waiting consumer, name = queue,
@@ -55,5 +57,11 @@ typedef struct {
 void qn_msg_eph_peer_encode (msgpack_sbuffer *out, const qn_msg_eph_peer_t *m);
 //  0, or -1 when malformed (not the array, an unknown kind).
 int qn_msg_eph_peer_decode (const char *buf, size_t len, qn_msg_eph_peer_t *out);
+//  The operation at *off of a stream of them (QN_MSG_MESH_EPH's body; its
+//  encoding is qn_msg_eph_peer_encode appended to one buffer): decodes it
+//  into out, its own bytes into raw (may be NULL), and moves *off past
+//  it. 1, 0 at the end of buf, -1 when malformed (the rest is unusable).
+int qn_msg_eph_peer_next (const char *buf, size_t len, size_t *off, qn_msg_eph_peer_t *out,
+                          qn_eph_str_t *raw);
 
 #endif

@@ -6,19 +6,23 @@
     live in codec_http_<area>.c.
     Receives  QN_MSG_HTTP_REQUEST, QN_MSG_HTTP_CLOSED, QN_MSG_HTTP_DRAINED,
               PG_RESULT replies, "db", "maintenance" and "committed" events;
-              from the mesh, "qconf" (drop cached queue settings) and
-              "mesh" (its status, shown by /health and /metrics)
+              from the mesh, "qconf" (drop cached queue settings),
+              "mesh" (its status, shown by /health and /metrics) and
+              QN_MSG_MESH_EPH (peers' ephemeral operations)
     Sends     QN_MSG_HTTP_RESPONSE to the acceptor; PG_EXEC / PUSH to
               pg_writer and pg_reader; "committed" events (acks)
     Owns      the request contexts; the parked long-polls (a park table,
               actors/park/park.h, fed "committed" here, used by pop.c);
               responses held while the acceptor is at its high-water mark
               (sent in order when it drains); the access-control and
-              payload-encryption state (auth.c, seal.c)
+              payload-encryption state (auth.c, seal.c); the ephemeral
+              queues' table (actors/ephemeral/table.h, routes in
+              ephemeral.c: answered from this thread)
     Failure   a bad request gets a 4xx JSON error; a handler that never
               answers is caught by the request's own deadline
 */
 #include "actors/http/codec.h"
+#include "actors/ephemeral/table.h"
 #include "actors/park/park.h"
 #include "actors/pg/committed.h"
 #include "base/hashmap.h"
@@ -30,6 +34,7 @@
 #include "wire/route.h"
 #include "wire/tenant_assert.h"
 
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
@@ -40,7 +45,7 @@
 typedef struct s_held s_held_t;
 struct s_held {
     s_held_t *next;
-    msgpack_sbuffer body;       //  Owned: the HTTP_RESPONSE body
+    qn_buf_t body;              //  Owned: the HTTP_RESPONSE body (a few bytes)
     qn_frame_t frame;           //  Owned: the serialised response
     uint64_t conn_id;
 };
@@ -60,11 +65,13 @@ struct qn_codec {
     qn_buf_t out;               //  Reusable response buffer
     qn_http_auth_t *auth;       //  Owned: access control, created on first use
     qn_park_t *park;            //  Owned: parked long-polls
+    qn_eph_t *eph;              //  Owned: the ephemeral queues (docs/ephemeral.md)
     qn_http_seal_t *seal;       //  Owned: payload encryption state, created on first use
     s_held_t *held_head;        //  Owned: responses the acceptor could not take
     s_held_t *held_tail;        //  yet, sent in this order when it drains
     bool held_waiting;          //  qn_on_writable asked
     char *mesh_status;          //  Owned: the mesh's last status (JSON), or NULL
+    void *metrics_cache;        //  Owned: metrics.c's series handles of answers
     size_t mesh_status_len;
 };
 
@@ -116,6 +123,18 @@ qn_park_t *
 qn_codec_park (qn_codec_t *codec)
 {
     return codec->park;
+}
+
+void **
+qn_codec_metrics_cache (qn_codec_t *codec)
+{
+    return &codec->metrics_cache;
+}
+
+qn_eph_t *
+qn_codec_eph (qn_codec_t *codec)
+{
+    return codec->eph;
 }
 
 qn_http_seal_t *
@@ -192,7 +211,7 @@ s_send_response (qn_codec_t *codec, s_held_t *h)
 {
     qn_msg_t msg = {
         .to = "acceptor", .type = QN_MSG_HTTP_RESPONSE,
-        .body = h->body.data, .body_len = h->body.size, .frames = &h->frame, .frame_count = 1
+        .body = h->body.data, .body_len = h->body.len, .frames = &h->frame, .frame_count = 1
     };
     return qn_send (codec->kernel, &msg);
 }
@@ -200,7 +219,7 @@ s_send_response (qn_codec_t *codec, s_held_t *h)
 static void
 s_held_free (s_held_t *h)
 {
-    msgpack_sbuffer_destroy (&h->body);
+    qn_buf_free (&h->body);
     free (h->frame.data);
     free (h);
 }
@@ -262,6 +281,15 @@ s_respond (qn_codec_t *codec, s_held_t *h)
     s_held_free (h);
 }
 
+//  msgpack into a qn_buf_t (sized to what is written: msgpack_sbuffer
+//  starts at 8 KiB).
+static int
+s_buf_write (void *data, const char *buf, size_t len)
+{
+    qn_buf_append (data, buf, len);
+    return 0;
+}
+
 void
 qn_http_reply_raw (qn_http_ctx_t *ctx, int status, const char *content_type,
                    const char *extra_headers, const char *body, size_t len)
@@ -277,18 +305,20 @@ qn_http_reply_raw (qn_http_ctx_t *ctx, int status, const char *content_type,
         qn_http_response (out, status, content_type, extra_headers, body, len, keep);
         s_held_t *h = qn_zalloc (sizeof *h);
         h->conn_id = ctx->conn_id;
-        msgpack_sbuffer_init (&h->body);
         msgpack_packer pk;
-        msgpack_packer_init (&pk, &h->body, msgpack_sbuffer_write);
+        msgpack_packer_init (&pk, &h->body, s_buf_write);
         qn_msg_http_response_t m = { .conn_id = ctx->conn_id, .seq = ctx->seq, .close = !keep };
         qn_msg_http_response_encode (&pk, &m);
         size_t n;
         h->frame.data = qn_buf_detach (out, &n);
         h->frame.len = n;
         s_respond (codec, h);
-        char name [32];
-        snprintf (name, sizeof name, "http_responses_%dxx", status / 100);
-        qn_count (codec->kernel, name, 1);
+        static const char *const names [] = {
+            "http_responses_0xx", "http_responses_1xx", "http_responses_2xx", "http_responses_3xx",
+            "http_responses_4xx", "http_responses_5xx", "http_responses_6xx", "http_responses_7xx",
+            "http_responses_8xx", "http_responses_9xx"
+        };
+        qn_count (codec->kernel, names [(status / 100) % 10], 1);
         qn_http_metrics_answered (codec, ctx, status);
     }
     s_ctx_free (codec, ctx);
@@ -568,17 +598,41 @@ static const qn_http_route_t *const s_areas [] = {
     qn_http_routes_dashboard    //  GET /, /dashboard/:file (dashboard.c)
 };
 
+//  How many segments each route's pattern has (its '/'s), counted once: a
+//  pattern matches only a target with as many, so s_route skips the others
+//  without comparing them (most of the ~100 routes, for every request).
+#define S_AREAS (sizeof s_areas / sizeof s_areas [0])
+#define S_AREA_ROUTES 64        //  Routes of an area counted; later ones are always compared
+static uint8_t s_route_segs [S_AREAS][S_AREA_ROUTES];
+static pthread_once_t s_route_segs_once = PTHREAD_ONCE_INIT;
+
+static void
+s_count_route_segs (void)
+{
+    for (size_t t = 0; t < S_AREAS; t++)
+        for (size_t i = 0; i < S_AREA_ROUTES && s_areas [t][i].method; i++) {
+            unsigned n = 0;
+            for (const char *p = s_areas [t][i].pattern; *p; p++)
+                n += *p == '/';
+            s_route_segs [t][i] = (uint8_t) (!strcmp (s_areas [t][i].pattern, "/") ? 0 : n < 255 ? n : 255);
+        }
+}
+
 static const qn_http_route_t *
 s_route (qn_http_ctx_t *ctx, bool *path_known)
 {
+    pthread_once (&s_route_segs_once, s_count_route_segs);
     const qn_http_route_t *const *tables = s_areas;
     const qn_http_route_t *best = NULL;
     int best_literals = -1;
     const char *params [QN_HTTP_MAX_PARAMS];
     size_t lens [QN_HTTP_MAX_PARAMS];
     *path_known = false;
-    for (size_t t = 0; t < sizeof s_areas / sizeof s_areas [0]; t++)
+    for (size_t t = 0; t < S_AREAS; t++)
         for (const qn_http_route_t *r = tables [t]; r->method; r++) {
+            size_t i = (size_t) (r - tables [t]);
+            if (i < S_AREA_ROUTES && s_route_segs [t][i] != 255 && s_route_segs [t][i] != ctx->url.seg_count)
+                continue;
             int lit = qn_route_match (r->pattern, &ctx->url, ctx->params, ctx->param_len);
             if (lit < 0)
                 continue;
@@ -804,7 +858,16 @@ s_on_start (void *self_, const qn_env_t *env)
     qn_subscribe (codec->kernel, "qconf");         //  mesh (docs/mesh.md)
     qn_subscribe (codec->kernel, "mesh");
     qn_park_start (codec->park);
+    qn_eph_start (codec->eph);
     return 0;
+}
+
+//  A peer's ephemeral operation, from the mesh.
+static int
+s_on_mesh_eph (void *self_, const qn_env_t *env)
+{
+    qn_codec_t *codec = self_;
+    return qn_eph_peer (codec->eph, env->body.ptr, env->body.len);
 }
 
 static void
@@ -838,8 +901,10 @@ s_destroy (void **self_p)
     qn_buf_free (&codec->out);
     qn_http_auth_destroy (&codec->auth);
     qn_park_destroy (&codec->park);
+    qn_eph_destroy (&codec->eph);
     qn_http_seal_destroy (&codec->seal);
     free (codec->mesh_status);
+    free (codec->metrics_cache);
     free (codec);
     *self_p = NULL;
 }
@@ -856,6 +921,7 @@ static const qn_route_t s_routes [] = {
     { QN_MSG_MESH_QCONF, s_on_qconf },
     { QN_MSG_MESH_STALE, s_on_stale },
     { QN_MSG_MESH_STATUS, s_on_mesh_status },
+    { QN_MSG_MESH_EPH, s_on_mesh_eph },
     { 0, NULL }
 };
 
@@ -876,6 +942,8 @@ qn_codec_http_new (qn_kernel_t *kernel, const qn_config_t *config)
         .attempt_ms = config->db_statement_timeout_ms + 5000
     };
     codec->park = qn_park_new (kernel, &park);
+    qn_eph_def_t eph = { .answer = qn_http_eph_answer, .arg = codec, .coalesce = true };
+    codec->eph = qn_eph_new (kernel, config, &eph);
     qn_actor_def_t def = {
         .name = "codec_http", .routes = s_routes, .self = codec, .destroy = s_destroy
     };

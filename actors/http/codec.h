@@ -164,6 +164,9 @@ void qn_http_seal_forget (qn_codec_t *codec, const char *tenant, size_t tenant_l
 //  (counted for every answer by qn_http_reply_raw).
 void qn_http_metrics_render (qn_codec_t *codec, qn_buf_t *b, double uptime_s);
 void qn_http_metrics_answered (qn_codec_t *codec, qn_http_ctx_t *ctx, int status);
+//  A slot the codec owns (freed with it) where metrics.c keeps the series
+//  handles of answers, found once by name.
+void **qn_codec_metrics_cache (qn_codec_t *codec);
 
 extern const qn_http_route_t qn_http_routes_core [];
 extern const qn_http_route_t qn_http_routes_push [];    //  configure, push, lease
@@ -185,5 +188,14 @@ qn_park_t *qn_codec_park (qn_codec_t *codec);
 //  run a parked pop again / answer it 204. `codec` is the qn_codec_t.
 void qn_http_pop_wake (void *codec, uint64_t ctx_id);
 void qn_http_pop_expire (void *codec, uint64_t ctx_id);
+
+//  The ephemeral queues' table (actors/ephemeral/table.h): owned by the
+//  codec, run in its thread, fed the mesh's QN_MSG_MESH_EPH; the routes
+//  (actors/http/ephemeral.c) call it directly. Its answers come to
+//  qn_http_eph_answer (ephemeral.c) with the request's context id.
+typedef struct qn_eph qn_eph_t;
+qn_eph_t *qn_codec_eph (qn_codec_t *codec);
+void qn_http_eph_answer (void *codec, const char *reply_to, uint64_t corr, int status,
+                         const char *json, size_t len);
 
 #endif

@@ -345,8 +345,10 @@ qn_http_metrics_render (qn_codec_t *codec, qn_buf_t *b, double uptime_s)
     free (rows.rows);
 }
 
-void
-qn_http_metrics_answered (qn_codec_t *codec, qn_http_ctx_t *ctx, int status)
+//  The answer's series, by name (what the cache above keeps).
+static void
+s_series_of (qn_codec_t *codec, qn_http_ctx_t *ctx, int status, qn_metric_t **count,
+             qn_metric_t **duration)
 {
     qn_kernel_t *k = qn_codec_kernel (codec);
     char route [96];
@@ -360,9 +362,43 @@ qn_http_metrics_answered (qn_codec_t *codec, qn_http_ctx_t *ctx, int status)
             method = known [i];
     char labels [192];
     snprintf (labels, sizeof labels, "route=\"%s\",method=\"%s\",code=\"%d\"", route, method, status);
-    qn_metric_add (qn_metric (k, QN_METRIC_COUNTER, "http_responses_total", labels), 1);
+    *count = qn_metric (k, QN_METRIC_COUNTER, "http_responses_total", labels);
     snprintf (labels, sizeof labels, "route=\"%s\",method=\"%s\"", route, method);
-    int64_t us = ctx->started_us ? qn_now_us () - ctx->started_us : 0;
-    qn_metric_observe_us (qn_metric (k, QN_METRIC_HISTOGRAM, "http_request_duration_seconds", labels),
-                          us > 0 ? us : 0);
+    *duration = qn_metric (k, QN_METRIC_HISTOGRAM, "http_request_duration_seconds", labels);
 }
+
+//  The two series of an answer, by (route pattern, method, status): found
+//  once, then kept (a handle is an atomic add; finding one formats and
+//  hashes its name). The cache belongs to the codec (qn_codec_metrics_cache).
+typedef struct {
+    const char *route;          //  A route table's pattern (static), or NULL
+    int method;                 //  Index in `known`, or -1
+    int status;
+    qn_metric_t *count, *duration;
+} s_answered_t;
+#define S_ANSWERED_SLOTS 128
+
+void
+qn_http_metrics_answered (qn_codec_t *codec, qn_http_ctx_t *ctx, int status)
+{
+    static const char *const known [] = { "GET", "POST", "PUT", "DELETE", "PATCH", "HEAD", "OPTIONS" };
+    int mi = -1;
+    for (size_t i = 0; i < sizeof known / sizeof known [0]; i++)
+        if (!strcmp (ctx->method, known [i]))
+            mi = (int) i;
+    size_t slot = (((uintptr_t) ctx->route >> 3) * 31 + (size_t) (mi + 1) * 7 + (size_t) status)
+                % S_ANSWERED_SLOTS;
+    void **cache = qn_codec_metrics_cache (codec);
+    if (!*cache)
+        *cache = qn_zalloc (S_ANSWERED_SLOTS * sizeof (s_answered_t));
+    s_answered_t *e = (s_answered_t *) *cache + slot;
+    if (!(e->count && e->route == ctx->route && e->method == mi && e->status == status)) {
+        s_answered_t fresh = { ctx->route, mi, status, NULL, NULL };
+        s_series_of (codec, ctx, status, &fresh.count, &fresh.duration);
+        *e = fresh;
+    }
+    qn_metric_add (e->count, 1);
+    int64_t us = ctx->started_us ? qn_now_us () - ctx->started_us : 0;
+    qn_metric_observe_us (e->duration, us > 0 ? us : 0);
+}
+

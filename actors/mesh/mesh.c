@@ -60,8 +60,10 @@
 #include "wire/mesh.h"
 #include "wire/mesh_keys.h"
 #include "wire/msg_committed.h"
+#include "wire/msg_ephemeral.h"
 #include "wire/msg_maint.h"
 #include "wire/msg_mesh.h"
+#include "wire/mpack_guard.h"
 
 #include <errno.h>
 #include <libpq-fe.h>
@@ -80,6 +82,7 @@
 #define S_PMON_ENDPOINT "inproc://queen.mesh.pubmonitor"
 #define S_REPLAY_FRAMES 64      //  Recent hints frames kept for a peer that (re)connects
 #define S_REPLAY_MS     3000    //  ... if younger than this (the park table's safety net)
+#define S_EPH_IN_MAX    (256 * 1024)    //  Peers' EPH bytes gathered before they go to the table
 
 typedef struct {
     char *address;              //  Owned: host:port as dialled (and the peer's id)
@@ -137,6 +140,10 @@ typedef struct {
     qn_pg_args_t nargs;
     uint32_t notify_in_flight;
     uint64_t notify_sent, notify_received, notify_refused;
+    //  Peers' ephemeral operations read in one drain of the SUB socket,
+    //  back to back: one QN_MSG_MESH_EPH to the table's host at its end.
+    qn_buf_t eph_in;
+    qn_buf_t eph_frame;         //  Reusable: an EPH frame being sent
 } self_t;
 
 static void s_drain_all (self_t *self);
@@ -407,18 +414,49 @@ s_on_own_stale (void *self_, const qn_env_t *env)
     return 0;
 }
 
-//  An ephemeral queue operation for the peers (actors/ephemeral/).
+//  Ephemeral queue operations for the peers (actors/ephemeral/), one or
+//  more back to back: one EPH frame each (what every broker of the cell
+//  reads, whatever its version), all the parts of one ZeroMQ message, so
+//  a pass's operations cross to the peers' mesh together.
 static int
 s_on_eph (void *self_, const qn_env_t *env)
 {
     self_t *self = self_;
-    if (!self->on || !self->peer_count || env->body.len > QN_MESH_MAX_EPH)
+    if (!self->on || !self->peer_count)
         return 0;
-    qn_buf_t b = QN_BUF_INIT;
-    qn_mesh_encode_eph (&b, self->id, strlen (self->id), self->epoch, env->body.ptr, env->body.len);
-    s_send (self, &b, false);
-    qn_buf_free (&b);
-    return 0;
+    size_t off = 0;
+    qn_msg_eph_peer_t op;
+    qn_eph_str_t raw;
+    bool pending = false;
+    int got;
+    while ((got = qn_msg_eph_peer_next (env->body.ptr, env->body.len, &off, &op, &raw)) == 1) {
+        if (raw.len > QN_MESH_MAX_EPH)
+            continue;
+        if (pending && zmq_send (self->pub, self->eph_frame.data, self->eph_frame.len,
+                                 ZMQ_DONTWAIT | ZMQ_SNDMORE) >= 0) {
+            self->frames_sent++;
+            qn_count (self->kernel, "mesh_frames_sent", 1);
+        }
+        qn_buf_reset (&self->eph_frame);
+        qn_mesh_encode_eph (&self->eph_frame, self->id, strlen (self->id), self->epoch, raw.ptr, raw.len);
+        pending = true;
+    }
+    if (pending)
+        s_send (self, &self->eph_frame, false);
+    return got < 0 ? QN_EPROTO : 0;
+}
+
+//  The peers' operations gathered so far go to the table's host.
+static void
+s_eph_in_flush (self_t *self)
+{
+    if (!self->eph_in.len)
+        return;
+    qn_send_body (self->kernel, QN_MESH_EPH_HOST, QN_MSG_MESH_EPH, 0, self->eph_in.data, self->eph_in.len);
+    if (self->eph_in.cap > S_EPH_IN_MAX)
+        qn_buf_free (&self->eph_in);
+    else
+        qn_buf_reset (&self->eph_in);
 }
 
 static int
@@ -541,8 +579,17 @@ s_on_frame (self_t *self, const char *data, size_t len, bool from_mesh)
     }
     if (f.kind == QN_MESH_EPH) {
         //  Ephemeral queues travel over the mesh only, never as NOTIFY.
-        if (from_mesh)
-            qn_send_body (self->kernel, "ephemeral", QN_MSG_MESH_EPH, 0, f.payload.ptr, f.payload.len);
+        //  One whole msgpack object each, or the stream would be unusable.
+        if (!from_mesh)
+            return;
+        if (qn_msgpack_check (f.payload.ptr, f.payload.len) != (int64_t) f.payload.len) {
+            self->frames_bad++;
+            qn_count (self->kernel, "mesh_frames_malformed", 1);
+            return;
+        }
+        qn_buf_append (&self->eph_in, f.payload.ptr, f.payload.len);
+        if (self->eph_in.len >= S_EPH_IN_MAX)
+            s_eph_in_flush (self);
         return;
     }
     if (f.kind != QN_MESH_HINTS)
@@ -567,11 +614,12 @@ s_drain_sub (self_t *self)
         zmq_msg_init (&msg);
         if (zmq_msg_recv (&msg, self->sub, ZMQ_DONTWAIT) < 0) {
             zmq_msg_close (&msg);
-            return;
+            break;
         }
         s_on_frame (self, zmq_msg_data (&msg), zmq_msg_size (&msg), true);
         zmq_msg_close (&msg);
     }
+    s_eph_in_flush (self);
 }
 
 static void
@@ -1224,6 +1272,8 @@ s_destroy (void **self_p)
     qn_pg_args_free (&self->args);
     msgpack_sbuffer_destroy (&self->ncall);
     qn_pg_args_free (&self->nargs);
+    qn_buf_free (&self->eph_in);
+    qn_buf_free (&self->eph_frame);
     memset (&self->keys, 0, sizeof self->keys);
     free (self);
     *self_p = NULL;

@@ -8,6 +8,10 @@
 
 #include <stddef.h>
 
+//  Where peers' ephemeral operations (QN_MSG_MESH_EPH) go: the actor that
+//  hosts the broker's ephemeral table (actors/ephemeral/table.h).
+#define QN_MESH_EPH_HOST "codec_http"
+
 //  Publishes "qconf" (QN_MSG_MESH_QCONF [tenant, queue]): this broker
 //  changed a queue's settings; the mesh tells the peers, whose codecs drop
 //  their cached settings of that queue. Never blocks; a hint.

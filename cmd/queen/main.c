@@ -78,10 +78,9 @@ static s_actor_new_fn *const s_actors [] = {
     qn_spool_new,               //  disk spool for database outages
     qn_retention_new,           //  retention, eviction
     qn_timers_new,              //  timers, kv/timer sweeps
-    qn_codec_http_new,          //  HTTP routes and the JSON API
+    qn_codec_http_new,          //  HTTP routes and the JSON API (hosts the ephemeral queues)
     qn_jwks_new,                //  JWKS fetcher (idle without JWT_JWKS_URL)
     qn_mesh_new,                //  hints between replicas (idle without MESH_PORT/MESH_SECRET)
-    qn_ephemeral_new,           //  ephemeral queues (memory only; across brokers via the mesh)
     qn_acceptor_new             //  the HTTP listener: the front door, last
 };
 

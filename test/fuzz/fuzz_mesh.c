@@ -49,6 +49,15 @@ LLVMFuzzerTestOneInput (const uint8_t *data, size_t size)
         qn_mesh_encode_eph (&b, f.sender.ptr, f.sender.len, f.epoch, f.payload.ptr, f.payload.len);
         qn_msg_eph_peer_t op;
         qn_msg_eph_peer_decode (f.payload.ptr, f.payload.len, &op);
+        //  As a stream of operations (the mesh hands peers' EPH payloads
+        //  to the table back to back).
+        size_t off = 0, last = 0;
+        qn_eph_str_t raw;
+        while (qn_msg_eph_peer_next (f.payload.ptr, f.payload.len, &off, &op, &raw) == 1) {
+            if (off <= last || raw.ptr != f.payload.ptr + last || off > f.payload.len)
+                abort ();
+            last = off;
+        }
     }
     else
         qn_mesh_encode_hints (&b, f.sender.ptr, f.sender.len, f.epoch, s_hints, f.hint_count, s_parts);

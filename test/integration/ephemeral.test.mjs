@@ -95,15 +95,17 @@ test('work hand-off: two consumers waiting (one per broker), one message: exactl
     assert.equal(got.find((r) => r.status === 200).body.payload, 'only-one');
 });
 
-test('work hand-off: a message handed to a consumer that hung up goes back to its queue', async () => {
+test('work hand-off: a consumer that hung up is forgotten at once; the message waits for the next one', async () => {
     const sock = net.connect(Number(new URL(A.url).port), '127.0.0.1');
     await new Promise((resolve) => sock.once('connect', resolve));
     sock.write('GET /api/v1/ephemeral/queues/gone/receive?timeout=20000 HTTP/1.1\r\nHost: x\r\n\r\n');
     await waitFor(async () => (await post(A, '/queues/gone', {})).body.waiting === 1, 5000, 20);
     sock.destroy();
-    await sleep(200);               //  The broker sees the client leave
+    //  The broker sees the client leave and stops counting it as waiting
+    //  (it used to hand it the message, then put the message back).
+    await waitFor(async () => (await post(A, '/queues/gone', {})).body.waiting === 0, 5000, 20);
     const sent = await post(A, '/queues/gone/send', { payload: 'not lost' });
-    assert.equal(sent.body.status, 'delivered');
+    assert.equal(sent.body.status, 'queued');
     const got = await waitFor(async () => {
         const r = await get(A, '/queues/gone/receive?timeout=0');
         return r.status === 200 ? r : null;
@@ -195,6 +197,80 @@ test('bounds: overflow "reject" answers 429, "drop-oldest" keeps the newest', as
     assert.equal(empty.status, 204);
     const bad = await request(A.url, `${E}/queues/x`, { method: 'POST', body: { overflow: 'maybe' }, expect: 400 });
     assert.ok(bad.body.error);
+});
+
+//  queen_http_client_gone_total of broker b: the codec saw a client leave
+//  (the series appears with the first one).
+async function clientsGone (b) {
+    const res = await http(`${b.url}/metrics/prometheus`);
+    assert.equal(res.status, 200, res.raw);
+    const m = /^queen_http_client_gone_total (\d+)$/m.exec(res.raw);
+    return m ? Number(m[1]) : 0;
+}
+
+test('many concurrent request/replies across brokers: each requester gets its own answer', async () => {
+    //  200 requests in flight on A; on B two batched repliers and two
+    //  one-by-one repliers answer each with its own payload until all are in.
+    //  (Before the flood test: A's memory cap is small and it fills it.)
+    const N = 200;
+    const queue = 'rpc-many';
+    let answered = 0;
+    let stop = false;
+    async function replier (max) {
+        while (!stop) {
+            const q = max ? `?timeout=500&max=${max}` : '?timeout=500';
+            const work = await get(B, `/queues/${queue}/receive${q}`);
+            if (work.status === 204)
+                continue;
+            const msgs = max ? work.body.messages : [work.body];
+            const replies = msgs.map((m) => ({ replyTo: m.replyTo, correlationId: m.correlationId, payload: { echo: m.payload.i } }));
+            const res = max
+                ? await post(B, '/reply', { replies })
+                : await post(B, '/reply', replies [0]);
+            assert.equal(res.status, 202, res.raw);
+            if (max)
+                assert.equal(res.body.forwarded, msgs.length, res.raw);
+            answered += msgs.length;
+        }
+    }
+    const repliers = [replier(16), replier(16), replier(0), replier(0)];
+    await waitFor(async () => ((await post(A, `/queues/${queue}`, {})).body.waitingElsewhere[B.meshId] || 0) >= 34,
+                  5000, 20);
+    const reqs = [];
+    for (let i = 0; i < N; i++)
+        reqs.push(post(A, `/queues/${queue}/request`, { payload: { i }, correlationId: `k-${i}`, timeout: 20000 }));
+    const res = await Promise.all(reqs);
+    stop = true;
+    await Promise.all(repliers);
+    assert.equal(res.length, N);
+    res.forEach((r, i) => {
+        assert.equal(r.status, 200, r.raw);
+        assert.equal(r.body.correlationId, `k-${i}`, r.raw);
+        assert.deepEqual(r.body.payload, { echo: i }, r.raw);
+    });
+    assert.equal(answered, N);
+});
+
+test('request/reply: a requester that hung up closes its inbox; the reply is not delivered to anyone', async () => {
+    const queue = 'rpc-gone';
+    const sock = net.connect(Number(new URL(B.url).port), '127.0.0.1');
+    await new Promise((resolve) => sock.once('connect', resolve));
+    const body = JSON.stringify({ payload: 'lonely', timeout: 20000 });
+    sock.write(`POST /api/v1/ephemeral/queues/${queue}/request HTTP/1.1\r\nHost: x\r\n`
+        + `Content-Type: application/json\r\nContent-Length: ${body.length}\r\n\r\n${body}`);
+    const work = await waitFor(async () => {
+        const r = await get(B, `/queues/${queue}/receive?timeout=0`);
+        return r.status === 200 ? r : null;
+    }, 5000, 20);
+    const gone = await clientsGone(B);
+    sock.destroy();
+    await waitFor(async () => (await clientsGone(B)) > gone, 5000, 20);
+    //  Answered on B (the inbox's broker) itself: nobody waits any more.
+    const late = await request(B.url, `${E}/reply`, {
+        method: 'POST', body: { replyTo: work.body.replyTo, correlationId: work.body.correlationId, payload: 1 },
+        expect: 404,
+    });
+    assert.match(late.body.error, /no requester/);
 });
 
 test('memory stays under EPHEMERAL_MAX_BYTES under a flood', async () => {

@@ -19,6 +19,7 @@
 #include <cmocka.h>
 
 #include <msgpack.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -27,6 +28,7 @@
 #include "test/support/fake_kernel.h"
 #include "wire/ids.h"
 #include "wire/mp.h"
+#include "wire/msg_ephemeral.h"
 #include "wire/msg_push.h"
 
 typedef qn_fake_world_t s_world_t;
@@ -658,6 +660,167 @@ test_push_buffered_refused_and_gone (void **state)
     qn_buf_free (&out);
 }
 
+// ------------------------------------------------------------------ ephemeral
+//  The ephemeral table lives in the codec's thread: every route is
+//  answered from the codec itself, no EPH_CALL to another actor.
+static void
+test_ephemeral_answered_in_the_codec (void **state)
+{
+    s_world_t *w = *state;
+    qn_buf_t body = QN_BUF_INIT;
+    s_http_body (w->fake, 51, "POST", "/api/v1/ephemeral/queues/jobs/send", "{\"payload\":{\"n\":1}}");
+    assert_int_equal (s_response (w->fake, 51, &body, NULL), 201);
+    assert_int_equal (body.len, strlen ("{\"status\":\"queued\"}"));
+    assert_memory_equal (body.data, "{\"status\":\"queued\"}", body.len);
+    s_http (w->fake, 52, "GET", "/api/v1/ephemeral/queues/jobs/receive?timeout=0");
+    assert_int_equal (s_response (w->fake, 52, &body, NULL), 200);
+    qn_buf_putc (&body, 0);
+    assert_non_null (strstr (body.data, "\"payload\":{\"n\":1}"));
+    assert_int_equal (qn_fake_next (w->fake, QN_MSG_EPH_CALL), -1);
+    //  A waiting receive is answered when a send comes, 204 at its timeout.
+    s_http (w->fake, 53, "GET", "/api/v1/ephemeral/queues/jobs/receive?timeout=30000");
+    assert_true (s_no_response (w->fake));
+    s_http_body (w->fake, 54, "POST", "/api/v1/ephemeral/queues/jobs/send", "{\"payload\":2}");
+    assert_int_equal (s_response (w->fake, 53, &body, NULL), 200);
+    assert_int_equal (s_response (w->fake, 54, &body, NULL), 201);
+    assert_memory_equal (body.data, "{\"status\":\"delivered\"}", body.len);
+    s_http (w->fake, 55, "GET", "/api/v1/ephemeral/queues/jobs/receive?timeout=500");
+    assert_true (s_no_response (w->fake));
+    qn_fake_advance (w->fake, 501);
+    assert_int_equal (s_response (w->fake, 55, NULL, NULL), 204);
+    qn_buf_free (&body);
+}
+
+//  A receive whose client hangs up is forgotten at once: a later send is
+//  buffered for the next consumer, not handed to the gone one.
+static void
+test_ephemeral_receive_client_gone (void **state)
+{
+    s_world_t *w = *state;
+    qn_buf_t body = QN_BUF_INIT;
+    s_http (w->fake, 61, "GET", "/api/v1/ephemeral/queues/jobs/receive?timeout=30000");
+    s_closed (w->fake, 61);
+    s_http_body (w->fake, 62, "POST", "/api/v1/ephemeral/queues/jobs/send", "{\"payload\":7}");
+    assert_int_equal (s_response (w->fake, 62, &body, NULL), 201);
+    assert_memory_equal (body.data, "{\"status\":\"queued\"}", body.len);
+    //  A batched receive that took a message but left before its answer
+    //  went out (the end of the loop pass): the message goes back.
+    //  (The buffered one first: a batched receive answers it at once.)
+    s_http (w->fake, 63, "GET", "/api/v1/ephemeral/queues/jobs/receive?timeout=30000&max=8");
+    assert_int_equal (s_response (w->fake, 63, &body, NULL), 200);
+    qn_buf_putc (&body, 0);
+    assert_non_null (strstr (body.data, "{\"messages\":[{\"id\":"));
+    assert_non_null (strstr (body.data, "\"payload\":7"));
+    s_http (w->fake, 64, "GET", "/api/v1/ephemeral/queues/jobs/receive?timeout=30000&max=8");
+    s_http_body (w->fake, 65, "POST", "/api/v1/ephemeral/queues/jobs/send", "{\"payload\":8}");
+    assert_int_equal (s_response (w->fake, 65, &body, NULL), 201);
+    assert_memory_equal (body.data, "{\"status\":\"delivered\"}", body.len);
+    s_closed (w->fake, 64);
+    qn_fake_advance (w->fake, 1);
+    assert_true (s_no_response (w->fake));
+    s_http (w->fake, 66, "GET", "/api/v1/ephemeral/queues/jobs/receive?timeout=0");
+    assert_int_equal (s_response (w->fake, 66, &body, NULL), 200);
+    qn_buf_putc (&body, 0);
+    assert_non_null (strstr (body.data, "\"payload\":8"));
+    qn_buf_free (&body);
+}
+
+//  Request/reply in one codec: the replier's answer reaches the waiting
+//  requester; a requester that hung up closes its inbox (the reply gets
+//  404); nobody answering is a 504 at the request's timeout.
+static void
+test_ephemeral_request_reply_gone_and_timeout (void **state)
+{
+    s_world_t *w = *state;
+    qn_buf_t body = QN_BUF_INIT;
+    char reply [512];
+    for (int round = 0; round < 2; round++) {
+        uint64_t requester = round ? 74 : 71, replier = round ? 75 : 72, answer = round ? 76 : 73;
+        s_http_body (w->fake, requester, "POST", "/api/v1/ephemeral/queues/rpc/request",
+                     "{\"payload\":{\"q\":1},\"timeout\":5000}");
+        assert_true (s_no_response (w->fake));
+        s_http (w->fake, replier, "GET", "/api/v1/ephemeral/queues/rpc/receive?timeout=0");
+        assert_int_equal (s_response (w->fake, replier, &body, NULL), 200);
+        qn_buf_putc (&body, 0);
+        const char *rt = strstr (body.data, "\"replyTo\":\"");
+        const char *ci = strstr (body.data, "\"correlationId\":\"");
+        assert_non_null (rt);
+        assert_non_null (ci);
+        rt += 11;
+        ci += 17;
+        snprintf (reply, sizeof reply, "{\"replyTo\":\"%.*s\",\"correlationId\":\"%.*s\",\"payload\":{\"a\":2}}",
+                  (int) (strchr (rt, '"') - rt), rt, (int) (strchr (ci, '"') - ci), ci);
+        if (round)
+            s_closed (w->fake, requester);
+        s_http_body (w->fake, answer, "POST", "/api/v1/ephemeral/reply", reply);
+        if (round) {
+            assert_int_equal (s_response (w->fake, answer, NULL, NULL), 404);
+            assert_true (s_no_response (w->fake));
+        }
+        else {
+            assert_int_equal (s_response (w->fake, requester, &body, NULL), 200);
+            qn_buf_putc (&body, 0);
+            assert_non_null (strstr (body.data, "\"payload\":{\"a\":2}"));
+            assert_int_equal (s_response (w->fake, answer, &body, NULL), 202);
+        }
+    }
+    s_http_body (w->fake, 77, "POST", "/api/v1/ephemeral/queues/rpc/request", "{\"payload\":1,\"timeout\":300}");
+    qn_fake_advance (w->fake, 299);
+    assert_true (s_no_response (w->fake));
+    qn_fake_advance (w->fake, 2);
+    assert_int_equal (s_response (w->fake, 77, NULL, NULL), 504);
+    qn_buf_free (&body);
+}
+
+//  The table's peer operations of one pass leave as one QN_MSG_MESH_EPH
+//  (operations back to back) at the pass's end; peers' come in the same
+//  way, several in one message.
+static void
+test_ephemeral_peer_ops_coalesced (void **state)
+{
+    s_world_t *w = *state;
+    qn_buf_t body = QN_BUF_INIT;
+    msgpack_sbuffer sb;
+    msgpack_sbuffer_init (&sb);
+    qn_msg_eph_peer_t want = {
+        .kind = QN_EPH_WANT, .name = { "q", 1 }, .b = { "10.0.0.2:7000", 13 }, .n = 2
+    };
+    qn_msg_eph_peer_encode (&sb, &want);
+    want.name = (qn_eph_str_t) { "r", 1 };
+    qn_msg_eph_peer_encode (&sb, &want);
+    assert_int_equal (qn_fake_deliver (w->fake, "codec_http", QN_MSG_MESH_EPH, sb.data, sb.size, NULL, 0), 0);
+    qn_fake_clear (w->fake);
+    s_http_body (w->fake, 81, "POST", "/api/v1/ephemeral/queues/q/send", "{\"payload\":1}");
+    s_http_body (w->fake, 82, "POST", "/api/v1/ephemeral/queues/r/send", "{\"payload\":2}");
+    s_http_body (w->fake, 83, "POST", "/api/v1/ephemeral/queues/q/send", "{\"payload\":3}");
+    for (uint64_t conn = 81; conn <= 83; conn++) {
+        assert_int_equal (s_response (w->fake, conn, &body, NULL), 201);
+        assert_memory_equal (body.data, "{\"status\":\"forwarded\"}", body.len);
+    }
+    assert_int_equal (qn_fake_next (w->fake, QN_MSG_MESH_EPH), -1);
+    qn_fake_advance (w->fake, 1);
+    int i = qn_fake_next (w->fake, QN_MSG_MESH_EPH);
+    assert_true (i >= 0);
+    const qn_fake_msg_t *m = qn_fake_msg (w->fake, (size_t) i);
+    assert_string_equal (m->to, "mesh");
+    size_t off = 0;
+    qn_msg_eph_peer_t op;
+    const char *want_payloads [] = { "1", "2", "3" };
+    for (int k = 0; k < 3; k++) {
+        assert_int_equal (qn_msg_eph_peer_next (m->body.data, m->body.len, &off, &op, NULL), 1);
+        assert_int_equal (op.kind, QN_EPH_OFFER);
+        assert_memory_equal (op.to.ptr, "10.0.0.2:7000", 13);
+        assert_memory_equal (op.payload.ptr, want_payloads [k], 1);
+    }
+    assert_int_equal (qn_msg_eph_peer_next (m->body.data, m->body.len, &off, &op, NULL), 0);
+    assert_int_equal (qn_fake_next (w->fake, QN_MSG_MESH_EPH), -1);
+    //  A malformed message from the mesh is refused, nothing else happens.
+    assert_int_equal (qn_fake_deliver (w->fake, "codec_http", QN_MSG_MESH_EPH, "\x91\x01", 2, NULL, 0),
+                      QN_EPROTO);
+    msgpack_sbuffer_destroy (&sb);
+    qn_buf_free (&body);
+}
+
 int
 main (void)
 {
@@ -671,6 +834,10 @@ main (void)
         cmocka_unit_test_setup_teardown (test_ack_refused, s_setup, s_teardown),
         cmocka_unit_test_setup_teardown (test_push_request_and_answer, s_setup, s_teardown),
         cmocka_unit_test_setup_teardown (test_push_buffered_refused_and_gone, s_setup, s_teardown),
+        cmocka_unit_test_setup_teardown (test_ephemeral_answered_in_the_codec, s_setup, s_teardown),
+        cmocka_unit_test_setup_teardown (test_ephemeral_receive_client_gone, s_setup, s_teardown),
+        cmocka_unit_test_setup_teardown (test_ephemeral_request_reply_gone_and_timeout, s_setup, s_teardown),
+        cmocka_unit_test_setup_teardown (test_ephemeral_peer_ops_coalesced, s_setup, s_teardown),
     };
     return cmocka_run_group_tests (tests, NULL, NULL);
 }

@@ -378,6 +378,53 @@ test_presence_expiry (void **state)
     assert_int_equal (s_answer (w, json, sizeof json), 404);
 }
 
+//  A message a peer offered to our waiting consumer: the peer counted it
+//  against our WANT already, so handing it sends no WANT; a new consumer
+//  waiting (a change no peer can count) does.
+static void
+test_offered_hand_sends_no_want (void **state)
+{
+    world_t *w = *state;
+    char json [1024];
+    s_call (w, "receive", "o", "", 5000, "");
+    qn_fake_advance (w->fake, 0);
+    assert_true (qn_fake_next (w->fake, QN_MSG_MESH_EPH) >= 0);        //  WANT 1
+    assert_int_equal (qn_fake_next (w->fake, QN_MSG_MESH_EPH), -1);
+    msgpack_sbuffer sb;
+    msgpack_sbuffer_init (&sb);
+    qn_msg_eph_peer_t offer = {
+        .kind = QN_EPH_OFFER, .to = { "127.0.0.1:7000", 14 }, .name = { "o", 1 }, .payload = { "5", 1 }
+    };
+    qn_msg_eph_peer_encode (&sb, &offer);
+    assert_int_equal (qn_fake_deliver (w->fake, "ephemeral", QN_MSG_MESH_EPH, sb.data, sb.size, NULL, 0), 0);
+    assert_int_equal (s_answer (w, json, sizeof json), 200);
+    assert_non_null (strstr (json, "\"payload\":5"));
+    qn_fake_advance (w->fake, 0);
+    assert_int_equal (qn_fake_next (w->fake, QN_MSG_MESH_EPH), -1);
+    //  The consumer comes back: WANT 1 again.
+    s_call (w, "receive", "o", "", 5000, "");
+    qn_fake_advance (w->fake, 0);
+    int i = qn_fake_next (w->fake, QN_MSG_MESH_EPH);
+    assert_true (i >= 0);
+    qn_msg_eph_peer_t op;
+    const qn_fake_msg_t *m = qn_fake_msg (w->fake, (size_t) i);
+    assert_int_equal (qn_msg_eph_peer_decode (m->body.data, m->body.len, &op), 0);
+    assert_int_equal (op.kind, QN_EPH_WANT);
+    assert_int_equal (op.n, 1);
+    //  A local send to it is a change the peers cannot count: WANT 0.
+    s_call (w, "send", "o", "{\"payload\":6}", 0, "");
+    assert_int_equal (s_answer (w, json, sizeof json), 200);
+    assert_int_equal (s_answer (w, json, sizeof json), 201);
+    qn_fake_advance (w->fake, 0);
+    i = qn_fake_next (w->fake, QN_MSG_MESH_EPH);
+    assert_true (i >= 0);
+    m = qn_fake_msg (w->fake, (size_t) i);
+    assert_int_equal (qn_msg_eph_peer_decode (m->body.data, m->body.len, &op), 0);
+    assert_int_equal (op.kind, QN_EPH_WANT);
+    assert_int_equal (op.n, 0);
+    msgpack_sbuffer_destroy (&sb);
+}
+
 int
 main (void)
 {
@@ -390,6 +437,7 @@ main (void)
         cmocka_unit_test_setup_teardown (test_batch_receive_and_reply, s_setup, s_teardown),
         cmocka_unit_test_setup_teardown (test_names_per_tenant, s_setup, s_teardown),
         cmocka_unit_test_setup_teardown (test_presence_expiry, s_setup, s_teardown),
+        cmocka_unit_test_setup_teardown (test_offered_hand_sends_no_want, s_setup, s_teardown),
     };
     return cmocka_run_group_tests (tests, NULL, NULL);
 }

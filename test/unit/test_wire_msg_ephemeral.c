@@ -66,12 +66,58 @@ test_peer (void **state)
     msgpack_sbuffer_destroy (&sb);
 }
 
+//  QN_MSG_MESH_EPH's body: operations back to back, read one by one.
+static void
+test_peer_stream (void **state)
+{
+    (void) state;
+    msgpack_sbuffer sb;
+    msgpack_sbuffer_init (&sb);
+    qn_msg_eph_peer_t want = { .kind = QN_EPH_WANT, .name = S ("q"), .b = S ("10.0.0.2:7000"), .n = 4 };
+    qn_msg_eph_peer_t offer = {
+        .kind = QN_EPH_OFFER, .to = S ("10.0.0.2:7000"), .name = S ("q"), .payload = S ("[1,2]")
+    }, out;
+    qn_msg_eph_peer_encode (&sb, &want);
+    size_t first = sb.size;
+    qn_msg_eph_peer_encode (&sb, &offer);
+    qn_msg_eph_peer_encode (&sb, &want);
+    size_t off = 0;
+    qn_eph_str_t raw;
+    assert_int_equal (qn_msg_eph_peer_next (sb.data, sb.size, &off, &out, &raw), 1);
+    assert_int_equal (out.kind, QN_EPH_WANT);
+    assert_int_equal (out.n, 4);
+    assert_int_equal (off, first);
+    assert_ptr_equal (raw.ptr, sb.data);
+    assert_int_equal (raw.len, first);
+    assert_int_equal (qn_msg_eph_peer_next (sb.data, sb.size, &off, &out, NULL), 1);
+    assert_int_equal (out.kind, QN_EPH_OFFER);
+    assert_memory_equal (out.payload.ptr, "[1,2]", 5);
+    assert_int_equal (qn_msg_eph_peer_next (sb.data, sb.size, &off, &out, NULL), 1);
+    assert_int_equal (out.kind, QN_EPH_WANT);
+    assert_int_equal (off, sb.size);
+    assert_int_equal (qn_msg_eph_peer_next (sb.data, sb.size, &off, &out, NULL), 0);
+    //  A cut stream: the whole operations before the cut, then malformed.
+    off = 0;
+    assert_int_equal (qn_msg_eph_peer_next (sb.data, sb.size - 1, &off, &out, NULL), 1);
+    assert_int_equal (qn_msg_eph_peer_next (sb.data, sb.size - 1, &off, &out, NULL), 1);
+    assert_int_equal (qn_msg_eph_peer_next (sb.data, sb.size - 1, &off, &out, NULL), -1);
+    //  Not an operation in the middle: malformed there.
+    msgpack_sbuffer_clear (&sb);
+    qn_msg_eph_peer_encode (&sb, &want);
+    msgpack_sbuffer_write (&sb, "\x91\x01", 2);
+    off = 0;
+    assert_int_equal (qn_msg_eph_peer_next (sb.data, sb.size, &off, &out, NULL), 1);
+    assert_int_equal (qn_msg_eph_peer_next (sb.data, sb.size, &off, &out, NULL), -1);
+    msgpack_sbuffer_destroy (&sb);
+}
+
 int
 main (void)
 {
     const struct CMUnitTest tests [] = {
         cmocka_unit_test (test_call),
         cmocka_unit_test (test_peer),
+        cmocka_unit_test (test_peer_stream),
     };
     return cmocka_run_group_tests (tests, NULL, NULL);
 }
