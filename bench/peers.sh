@@ -133,15 +133,47 @@ until curl -sf -X POST "$URL/api/v1/push" -H 'Content-Type: application/json' \
     sleep 0.1
 done
 
+#  CPU per consumed message around a Queen cycle: PostgreSQL (every
+#  child of this run's postmaster, live ones' utime + stime plus the
+#  reaped ones' cutime + cstime: backends, autovacuum, WAL writer ...)
+#  and the broker (its own utime + stime), in clock ticks.
+PM=$(head -n 1 "$QN_PG_DIR/data/postmaster.pid")
+HZ=$(getconf CLK_TCK)
+pg_ticks () {
+    { sed 's/^.*) //' "/proc/$PM/stat" | awk '{ print $14 + $15 }'
+      for c in $(pgrep -P "$PM"); do
+          sed 's/^.*) //' "/proc/$c/stat" 2>/dev/null | awk '{ print $12 + $13 }'
+      done; } | awk '{ s += $1 } END { print s + 0 }'
+}
+broker_ticks () {
+    sed 's/^.*) //' "/proc/$QPID/stat" 2>/dev/null | awk '{ print $12 + $13 }'
+}
+cpu_mark () {
+    CPU_PG0=$(pg_ticks)
+    CPU_BR0=$(broker_ticks)
+}
+#  "PG / broker" us per message for $1 consumed msg/s over SECS
+cpu_per_msg () {
+    pg1=$(pg_ticks)
+    br1=$(broker_ticks)
+    awk -v p=$((pg1 - CPU_PG0)) -v b=$((br1 - CPU_BR0)) -v hz="$HZ" -v r="${1:-0}" -v s="$SECS" \
+        'BEGIN { n = r * s; if (n > 0) printf "%.1f / %.1f", p / hz * 1e6 / n, b / hz * 1e6 / n; else print "-" }'
+}
+
 echo "peers: Queen push (${SECS}s)"
 Q_PUSH=$(node "$HERE/load.mjs" push --url "$URL" --queue bpush --conns 8 --batch 100 --payload 256 \
          --partitions 1000 --seconds "$SECS" | jfield msgs_per_s)
 echo "peers: Queen cycle (${SECS}s)"
+cpu_mark
 Q_CYCLE=$(node "$HERE/load.mjs" cycle --url "$URL" --queue bcycle --producers 4 --consumers 4 --batch 100 \
           --payload 256 --partitions 1000 --seconds "$SECS" | jfield consumed_per_s)
+Q_CYCLE_CPU=$(cpu_per_msg "$Q_CYCLE")
 echo "peers: Queen cycle, one partition per push batch (${SECS}s)"
+cpu_mark
 Q_CYCLE_K=$(node "$PEERS/queen.mjs" cycle --url "$URL" --queue bcyclek --producers 4 --consumers 4 --batch 100 \
             --payload 256 --partitions 1000 --spread 1 --pop-partitions 100 --seconds "$SECS" | jfield consumed_per_s)
+Q_CYCLE_K_CPU=$(cpu_per_msg "$Q_CYCLE_K")
+echo "peers: Queen CPU per consumed message (PostgreSQL / broker, us): cycle $Q_CYCLE_CPU; keyed $Q_CYCLE_K_CPU"
 
 # ---------------------------------------------------------------- PostgreSQL ceilings
 #  The SQL the broker runs, minus the broker (as in bench/messaging.sh).
@@ -363,6 +395,8 @@ cell () {
     printf "%-34s %10s %10s %6s %10s %6s %10s %6s %12s %6s\n" "cycle, keyed batches (4 + 4)" "$(cell "$Q_CYCLE_K")" \
         "$(cell "$R_CYCLE")" "$(ratio "$R_CYCLE" "$Q_CYCLE_K")" "$(cell "$B_CYCLE")" "$(ratio "$B_CYCLE" "$Q_CYCLE_K")" \
         "$(cell "$M_CYCLE")" "$(ratio "$M_CYCLE" "$Q_CYCLE_K")" "-" "-"
+    echo "Queen CPU per consumed message, us (PostgreSQL: every child of the postmaster / broker):" \
+         "cycle ${Q_CYCLE_CPU:--}; keyed ${Q_CYCLE_K_CPU:--}"
     echo
     echo "ratio = that column / queen (above 1: faster than Queen). Queen spreads messages over 1,000 partitions;"
     echo "push and cycle pick a random partition per message (bench/load.mjs; pops claim up to 100 partitions);"

@@ -53,6 +53,8 @@ static const s_setting_t s_settings [] = {
     { "PUSH_MAX_BATCH", S_INT, F (push_max_batch), "10000", 1, 100000, "most items per push round trip" },
     { "RETENTION_INTERVAL", S_INT, F (retention_interval_ms), "300000", 100, 86400000, "retention pass period, ms" },
     { "EVICTION_INTERVAL", S_INT, F (eviction_interval_ms), "60000", 100, 86400000, "max-wait eviction pass period, ms" },
+    { "ACK_LANES", S_INT, F (ack_lanes), "2", 0, 64, "acks run at once by pg_writer; later acks of a tenant wait and merge into one queen.ack (0 = each ack alone)" },
+    { "READY_VACUUM_DEAD_ROWS", S_INT, F (ready_vacuum_dead_rows), "20000", 0, 1000000000, "retention vacuums queen.ready when it holds this many dead rows (0 = leave it to autovacuum)" },
     { "FILE_BUFFER_DIR", S_STR, F (file_buffer_dir), "./.queen/spool", 0, 0, "disk spool for pushes while PostgreSQL is down" },
     { "SPOOL_FSYNC_MS", S_INT, F (spool_fsync_ms), "0", 0, 1000, "group fdatasync window of the spool, ms (0 = sync each write)" },
     { "LOG_LEVEL", S_STR, F (log_level), "info", 0, 0, "debug, info, warn or error" },

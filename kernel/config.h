@@ -40,6 +40,8 @@ typedef struct {
     int64_t push_max_batch;
     int64_t retention_interval_ms;
     int64_t eviction_interval_ms;
+    int64_t ack_lanes;          //  Ack statements in flight; more wait and merge (0 = no merging)
+    int64_t ready_vacuum_dead_rows; //  Retention vacuums queen.ready past this many dead rows (0 = off)
     //  Spool
     char *file_buffer_dir;
     int64_t spool_fsync_ms;

@@ -480,26 +480,31 @@ s_answer (qn_pgw_t *self, qn_pgw_push_t *r, PGresult *res, int first, int last, 
 }
 
 
+qn_pgw_merge_fate_t
+qn_pgw_merge_fate (const char *sqlstate, uint32_t requests)
+{
+    //  A merged batch fails only for systemic reasons when the codec
+    //  validated every item; still, never let one request's data fail
+    //  another's: rerun each request alone. Deadlocks and serialisation
+    //  failures rerun as they were.
+    bool transient = !strncmp (sqlstate, "40", 2);
+    bool systemic = !strncmp (sqlstate, "08", 2) || !strncmp (sqlstate, "57", 2)
+                 || !strncmp (sqlstate, "53", 2);
+    return !systemic && (transient || requests > 1) ? QN_PGW_MERGE_RERUN : QN_PGW_MERGE_FAIL;
+}
+
 void
 qn_pgw_finish_push (qn_pgw_t *self, qn_pgw_job_t *j, qn_pgw_conn_t *c)
 {
-    self->push_in_flight--;
     if (c->error) {
-        //  A merged batch fails only for systemic reasons when the codec
-        //  validated every item; still, never let one request's data fail
-        //  another's: rerun each request alone. Deadlocks and
-        //  serialisation failures rerun as they were.
-        bool transient = !strncmp (c->sqlstate, "40", 2);
-        bool systemic = !strncmp (c->sqlstate, "08", 2) || !strncmp (c->sqlstate, "57", 2)
-                     || !strncmp (c->sqlstate, "53", 2);
         bool many = j->reqs && j->reqs->next;
-        if (!systemic && (transient || many)) {
+        if (qn_pgw_merge_fate (c->sqlstate, many ? 2 : 1) == QN_PGW_MERGE_RERUN) {
             qn_pgw_push_t *r = j->reqs, *back = NULL, *back_tail = NULL;
             j->reqs = NULL;
             while (r) {
                 qn_pgw_push_t *next = r->next;
                 r->next = NULL;
-                if (++r->retries > 3) {
+                if (++r->retries > QN_PGW_MERGE_RETRIES) {
                     s_refuse (self, r->reply_to, r->corr, c->sqlstate, c->error);
                     qn_pgw_push_free (r);
                 }

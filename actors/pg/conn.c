@@ -71,8 +71,7 @@ qn_pgw_conn_drop (qn_pgw_t *self, qn_pgw_conn_t *c, const char *why)
         qn_pgw_job_t *j = c->job;
         c->job = NULL;
         qn_metric_add (self->m_errors, 1);
-        if (j->kind == J_PUSH)
-            self->push_in_flight--;
+        qn_pgw_lane_done (self, j);
         if (j->kind != J_PING)
             qn_pgw_fail_job (self, j, "08006", "database connection lost", why);
         else
@@ -104,6 +103,7 @@ qn_pgw_conn_drop (qn_pgw_t *self, qn_pgw_conn_t *c, const char *why)
             qn_pgw_fail_job (self, j, "08006", "database unavailable", why);
         }
         self->tail = NULL;
+        qn_pgw_fail_queued_acks (self, "08006", "database unavailable");
         qn_pgw_fail_queued_pushes (self, "08006", "database unavailable", true);
     }
 }
@@ -176,6 +176,7 @@ qn_pgw_finish_job (qn_pgw_t *self, qn_pgw_conn_t *c)
     c->backoff_ms = 0;
     if (c->error && self->m_errors)
         qn_metric_add (self->m_errors, 1);
+    qn_pgw_lane_done (self, j);
     if (j->kind == J_PING) {
         self->ping_sent_ms = 0;
         qn_pgw_publish_health (self, !c->error);
@@ -184,6 +185,10 @@ qn_pgw_finish_job (qn_pgw_t *self, qn_pgw_conn_t *c)
     else
     if (j->kind == J_PUSH)
         qn_pgw_finish_push (self, j, c);
+    else
+    if (j->kind == J_EXEC && j->stmt_id == QN_SQL_ACK && !j->done && self->is_writer
+    &&  self->config->ack_lanes > 0)
+        qn_pgw_finish_acks (self, j, c);
     else
     if (j->done) {
         if (c->error)

@@ -120,6 +120,11 @@ qn_pgw_job_free (qn_pgw_job_t *j)
     qn_buf_free (&j->params);
     free (j->sql);
     free (j->part_keys);
+    while (j->parts) {
+        qn_pgw_job_t *next = j->parts->next;
+        qn_pgw_job_free (j->parts);
+        j->parts = next;
+    }
     while (j->reqs) {
         qn_pgw_push_t *next = j->reqs->next;
         qn_pgw_push_free (j->reqs);
@@ -143,8 +148,32 @@ qn_pgw_any_usable (qn_pgw_t *self)
 }
 
 void
+qn_pgw_lane_done (qn_pgw_t *self, qn_pgw_job_t *j)
+{
+    if (!j->lane)
+        return;
+    j->lane = false;
+    if (j->kind == J_PUSH)
+        self->push_in_flight--;
+    else
+        self->ack_in_flight--;
+}
+
+void
 qn_pgw_fail_job (qn_pgw_t *self, qn_pgw_job_t *j, const char *sqlstate, const char *message, const char *detail)
 {
+    qn_pgw_lane_done (self, j);
+    if (j->parts) {
+        //  A merged ack: every request gets the failure.
+        while (j->parts) {
+            qn_pgw_job_t *r = j->parts;
+            j->parts = r->next;
+            r->next = NULL;
+            qn_pgw_fail_job (self, r, sqlstate, message, detail);
+        }
+        qn_pgw_job_free (j);
+        return;
+    }
     if (j->kind == J_PUSH) {
         qn_pgw_fail_push (self, j, sqlstate, message);
         return;
@@ -265,11 +294,14 @@ s_on_exec (void *self_, const qn_env_t *env)
         qn_pgw_fail_job (self, j, "08006", "database unavailable", "");
         return 0;
     }
-    if (self->queued >= QN_PGW_MAX_QUEUED) {
+    if (self->queued + self->ack_queued >= QN_PGW_MAX_QUEUED) {
         qn_pgw_fail_job (self, j, "53300", "broker database queue is full", "");
         return 0;
     }
-    qn_pgw_enqueue (self, j);
+    if (self->is_writer && j->stmt_id == QN_SQL_ACK && self->config->ack_lanes > 0)
+        qn_pgw_ack_enqueue (self, j);
+    else
+        qn_pgw_enqueue (self, j);
     qn_pgw_pump (self);
     return 0;
 
@@ -304,7 +336,8 @@ s_busy_push (qn_pgw_t *self)
 }
 
 //  Hands queued work to idle connections: pushes first (up to the lane
-//  limit), then statements in arrival order.
+//  limit), then acks (up to ACK_LANES, merged), then statements in
+//  arrival order.
 void
 qn_pgw_pump (qn_pgw_t *self)
 {
@@ -318,9 +351,17 @@ qn_pgw_pump (qn_pgw_t *self)
             if (!busy || !qn_pgw_push_conflicts (self->push_head, busy)) {
                 qn_pgw_job_t *j = qn_pgw_build_push_batch (self, busy);
                 self->push_in_flight++;
+                j->lane = true;
                 qn_pgw_conn_send (self, c, j);
                 continue;
             }
+        }
+        if (self->ack_head && self->ack_in_flight < (uint32_t) self->config->ack_lanes) {
+            qn_pgw_job_t *j = qn_pgw_build_ack_batch (self);
+            self->ack_in_flight++;
+            j->lane = true;
+            qn_pgw_conn_send (self, c, j);
+            continue;
         }
         if (!self->head)
             break;
@@ -332,7 +373,7 @@ qn_pgw_pump (qn_pgw_t *self)
         qn_pgw_conn_send (self, c, j);
     }
     qn_gauge_set (self->kernel, self->is_writer ? "pg_writer_queued" : "pg_reader_queued",
-                  self->queued);
+                  self->queued + self->ack_queued);
     qn_pgw_pool_gauges (self);
 }
 
@@ -355,7 +396,7 @@ qn_pgw_pool_gauges (qn_pgw_t *self)
     }
     qn_metric_set (self->m_size, up);
     qn_metric_set (self->m_busy, busy);
-    qn_metric_set (self->m_waiting, (int64_t) self->queued);
+    qn_metric_set (self->m_waiting, (int64_t) (self->queued + self->ack_queued));
 }
 
 static void
@@ -450,6 +491,7 @@ s_on_stop (void *self_, const qn_env_t *env)
     }
     self->tail = NULL;
     self->queued = 0;
+    qn_pgw_fail_queued_acks (self, "57P01", "broker shutting down");
     qn_pgw_fail_queued_pushes (self, "57P01", "broker shutting down", false);
     return QN_DONE;
 }
@@ -470,6 +512,11 @@ s_destroy (void **self_p)
         qn_pgw_push_t *r = self->push_head;
         self->push_head = r->next;
         qn_pgw_push_free (r);
+    }
+    while (self->ack_head) {
+        qn_pgw_job_t *j = self->ack_head;
+        self->ack_head = j->next;
+        qn_pgw_job_free (j);
     }
     msgpack_sbuffer_destroy (&self->reply);
     free (self);

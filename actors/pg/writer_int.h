@@ -7,6 +7,8 @@
       batch.c   pushes: routing (actors/pg/push_route.h), batching into one
                 queen.push, per-item answers, "committed" events, hand-off
                 to the spool
+      acks.c    acks: the ack lanes, merging queued acks into one
+                queen.ack, per-request answers
       maint.c   the maintenance flags (owner: persist, poll, publish)
     Nothing here is used outside actors/pg/.
 */
@@ -23,6 +25,8 @@
 #define QN_PGW_MAX_POOL         128
 #define QN_PGW_PUSH_LANES       2
 #define QN_PGW_PUSH_MAX_PARTS   256
+#define QN_PGW_ACK_MAX_MERGE    64      //  Requests per merged ack
+#define QN_PGW_MERGE_RETRIES    3       //  Reruns of a request after its batch failed
 #define QN_PGW_MAX_QUEUED       200000
 #define QN_PGW_PING_MS          1000
 #define QN_PGW_PING_DEAD_MS     1500
@@ -78,6 +82,14 @@ struct qn_pgw_job {
     uint32_t part_count;
     qn_pgw_done_fn *done;       //  Internal job: called instead of a reply
     int64_t arg;                //  For done
+    //  Acks (acks.c): a merged job owns its requests (parts), each an
+    //  ack job of its own with its place in the merged item arrays.
+    qn_pgw_job_t *parts;        //  Owned, in order
+    uint32_t first_ord;         //  A part: 0-based position of its item 0
+    uint32_t count;             //  A part: its items
+    bool lane;                  //  Counted in a push or ack lane until it ends
+    bool solo;                  //  Run alone (after a merged batch failed)
+    int retries;
 };
 
 typedef struct {
@@ -120,6 +132,9 @@ struct qn_pgw {
     uint32_t queued;
     qn_pgw_push_t *push_head, *push_tail;
     uint32_t push_in_flight;
+    qn_pgw_job_t *ack_head, *ack_tail;  //  Acks waiting for an ack lane (ACK_LANES)
+    uint32_t ack_queued;
+    uint32_t ack_in_flight;
     qn_pg_params_t params;      //  Owned strings inside (connect timeout too)
     msgpack_sbuffer reply;      //  Reusable encode buffer
     //  Push routing (writer only): db health, push maintenance, spool mode
@@ -151,6 +166,12 @@ void qn_pgw_enqueue (qn_pgw_t *self, qn_pgw_job_t *j);
 //  Queues an internal statement (raw SQL, no parameters) whose end calls
 //  done. False when no connection can run it now (done is not called).
 bool qn_pgw_exec_internal (qn_pgw_t *self, const char *sql, qn_pgw_done_fn *done, int64_t arg);
+//  A job left its connection (done, failed or dropped): its push or ack
+//  lane is free again. Idempotent.
+void qn_pgw_lane_done (qn_pgw_t *self, qn_pgw_job_t *j);
+//  Packs rows [first, last) of res as PG_RESULT rows; ord_base >= 0
+//  rebases column 0 (ord) for a request merged into a batch.
+void qn_pgw_pack_rows (msgpack_packer *pk, PGresult *res, int first, int last, int64_t ord_base);
 //  Column c of row r of a text or binary result as text (binary text
 //  columns are their bytes), or NULL.
 const char *qn_pgw_col_text (PGresult *res, int r, int c, int *len);
@@ -187,6 +208,36 @@ void qn_pgw_fail_queued_pushes (qn_pgw_t *self, const char *sqlstate, const char
 //  After an exec job committed: "committed" for the statements whose
 //  rows name queues they wrote (the transaction bundle).
 void qn_pgw_exec_committed (qn_pgw_t *self, const qn_pgw_job_t *j, PGresult *res);
+
+//  What a merged batch (pushes or acks) that failed does with its
+//  requests: answer them all with the error (systemic failures: the
+//  database or the connection), or rerun them (each alone when there
+//  were several, so one request's data never fails another's; a
+//  deadlock or serialisation failure reruns a lone request as it was).
+typedef enum { QN_PGW_MERGE_FAIL, QN_PGW_MERGE_RERUN } qn_pgw_merge_fate_t;
+qn_pgw_merge_fate_t qn_pgw_merge_fate (const char *sqlstate, uint32_t requests);
+
+// ------------------------------------------------------------------ acks.c
+//  Queues an ack job (QN_SQL_ACK on pg_writer with ACK_LANES > 0).
+void qn_pgw_ack_enqueue (qn_pgw_t *self, qn_pgw_job_t *j);
+//  Takes queued acks into one job: consecutive requests of one tenant,
+//  at most QN_PGW_ACK_MAX_MERGE requests and PUSH_MAX_BATCH items (a
+//  single request may exceed it), none marked solo. One request is
+//  returned as it is; several become a merged job whose parts they are.
+qn_pgw_job_t *qn_pgw_build_ack_batch (qn_pgw_t *self);
+//  A merged ack job ended on c: per-request answers, or the failure's
+//  fate (qn_pgw_merge_fate) for each request.
+void qn_pgw_finish_acks (qn_pgw_t *self, qn_pgw_job_t *j, qn_pgw_conn_t *c);
+//  Queued acks that can no longer run are refused.
+void qn_pgw_fail_queued_acks (qn_pgw_t *self, const char *sqlstate, const char *message);
+//  Binary one-dimensional array parameters (the wire form of PostgreSQL
+//  arrays): the element count of one (-1 when p is not such an array;
+//  0 for an empty one), and the concatenation of n of them, input i
+//  padded with NULL elements to pads[i] (a NULL input: pads[i] NULLs).
+//  Appends to out; -1 when an input is not a one-dimensional array.
+int64_t qn_pgw_array_len (const char *p, size_t len);
+int qn_pgw_array_concat (qn_buf_t *out, const char *const *ptrs, const size_t *lens,
+                         const uint32_t *pads, uint32_t n);
 
 // ------------------------------------------------------------------ maint.c
 int qn_pgw_on_maint_set (void *self_, const qn_env_t *env);
