@@ -61,7 +61,7 @@ static const s_arg_t s_args [] = {
     { "--pop-partitions", A_INT, &s_opts.pop_partitions, 1, 1000, "partitions one pop may claim (default 10)" },
     { "--lease-seconds", A_INT, &s_lease, 1, 3600, "leaseTime of the queues (default 30; 5 with --chaos)" },
     { "--pop-timeout-ms", A_INT, &s_opts.pop_timeout_ms, 0, 600000, "long-poll timeout of a pop (default 1000)" },
-    { "--drain-timeout", A_DBL, &s_opts.drain_timeout_s, 1, 1e7, "seconds allowed to drain after producing (default 120)" },
+    { "--drain-timeout", A_DBL, &s_opts.drain_timeout_s, 1, 1e7, "seconds the drain may go without a new message reaching the checker (default 120)" },
     { "--queue-prefix", A_STR, &s_opts.prefix, 0, 0, "queue name prefix (default vf-<random>)" },
     { "--chaos", A_FLAG, &s_opts.chaos, 0, 0, "SIGKILL and restart the broker started with --broker-bin" },
     { "--chaos-interval", A_RANGE, s_range, 0.1, 3600, "MIN:MAX seconds between kills (default 2:6)" },

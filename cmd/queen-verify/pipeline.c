@@ -658,7 +658,11 @@ vf_run_loop (vf_run_t *self, vf_broker_t *broker, volatile int *stop)
                 self->drained = true;
                 break;
             }
-            if (now - self->produce_end_ms >= (int64_t) (o->drain_timeout_s * 1000)) {
+            //  A stall limit, not a wall clock: a backlog left by producers
+            //  faster than the stages drains for as long as it moves.
+            int64_t moved = self->last_check_ms > self->produce_end_ms
+                          ? self->last_check_ms : self->produce_end_ms;
+            if (now - moved >= (int64_t) (o->drain_timeout_s * 1000)) {
                 self->timed_out = true;
                 break;
             }
