@@ -251,15 +251,18 @@ qn_pgw_build_ack_batch (qn_pgw_t *self)
         qn_pgw_job_t *r = m->parts, *rest = r->next;
         m->parts = NULL;
         r->next = NULL;
-        while (rest) {
-            qn_pgw_job_t *next = rest->next;
-            rest->solo = true;
-            rest->next = self->ack_head;
+        //  Back at the front of the queue, in their order
+        qn_pgw_job_t *end = NULL;
+        for (qn_pgw_job_t *x = rest; x; x = x->next) {
+            x->solo = true;
+            self->ack_queued++;
+            end = x;
+        }
+        if (end) {
+            end->next = self->ack_head;
             self->ack_head = rest;
             if (!self->ack_tail)
-                self->ack_tail = rest;
-            self->ack_queued++;
-            rest = next;
+                self->ack_tail = end;
         }
         qn_pgw_job_free (m);
         return r;
