@@ -118,25 +118,13 @@ qn_pgw_array_concat (qn_buf_t *out, const char *const *ptrs, const size_t *lens,
 void
 qn_pgw_ack_enqueue (qn_pgw_t *self, qn_pgw_job_t *j)
 {
-    j->next = NULL;
-    if (self->ack_tail)
-        self->ack_tail->next = j;
-    else
-        self->ack_head = j;
-    self->ack_tail = j;
-    self->ack_queued++;
+    qn_pgw_jobs_append (&self->ack_head, &self->ack_tail, &self->ack_queued, j);
 }
 
 static qn_pgw_job_t *
 s_take (qn_pgw_t *self)
 {
-    qn_pgw_job_t *j = self->ack_head;
-    self->ack_head = j->next;
-    if (!self->ack_head)
-        self->ack_tail = NULL;
-    self->ack_queued--;
-    j->next = NULL;
-    return j;
+    return qn_pgw_jobs_take (&self->ack_head, &self->ack_tail, &self->ack_queued);
 }
 
 void

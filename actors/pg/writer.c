@@ -244,15 +244,33 @@ s_job_params (qn_pgw_job_t *j, const qn_sql_stmt_t *stmt, const qn_msg_pg_exec_t
 }
 
 void
-qn_pgw_enqueue (qn_pgw_t *self, qn_pgw_job_t *j)
+qn_pgw_jobs_append (qn_pgw_job_t **head, qn_pgw_job_t **tail, uint32_t *count, qn_pgw_job_t *j)
 {
     j->next = NULL;
-    if (self->tail)
-        self->tail->next = j;
+    if (*tail)
+        (*tail)->next = j;
     else
-        self->head = j;
-    self->tail = j;
-    self->queued++;
+        *head = j;
+    *tail = j;
+    (*count)++;
+}
+
+qn_pgw_job_t *
+qn_pgw_jobs_take (qn_pgw_job_t **head, qn_pgw_job_t **tail, uint32_t *count)
+{
+    qn_pgw_job_t *j = *head;
+    *head = j->next;
+    if (!*head)
+        *tail = NULL;
+    (*count)--;
+    j->next = NULL;
+    return j;
+}
+
+void
+qn_pgw_enqueue (qn_pgw_t *self, qn_pgw_job_t *j)
+{
+    qn_pgw_jobs_append (&self->head, &self->tail, &self->queued, j);
 }
 
 static int
@@ -365,12 +383,7 @@ qn_pgw_pump (qn_pgw_t *self)
         }
         if (!self->head)
             break;
-        qn_pgw_job_t *j = self->head;
-        self->head = j->next;
-        if (!self->head)
-            self->tail = NULL;
-        self->queued--;
-        qn_pgw_conn_send (self, c, j);
+        qn_pgw_conn_send (self, c, qn_pgw_jobs_take (&self->head, &self->tail, &self->queued));
     }
     qn_gauge_set (self->kernel, self->is_writer ? "pg_writer_queued" : "pg_reader_queued",
                   self->queued + self->ack_queued);

@@ -220,6 +220,10 @@ qn_pgw_merge_fate_t qn_pgw_merge_fate (const char *sqlstate, uint32_t requests);
 // ------------------------------------------------------------------ acks.c
 //  Queues an ack job (QN_SQL_ACK on pg_writer with ACK_LANES > 0).
 void qn_pgw_ack_enqueue (qn_pgw_t *self, qn_pgw_job_t *j);
+//  One FIFO of jobs (head, tail, count): the exec queue and the ack queue.
+void qn_pgw_jobs_append (qn_pgw_job_t **head, qn_pgw_job_t **tail, uint32_t *count,
+                         qn_pgw_job_t *j);
+qn_pgw_job_t *qn_pgw_jobs_take (qn_pgw_job_t **head, qn_pgw_job_t **tail, uint32_t *count);
 //  Takes queued acks into one job: consecutive requests of one tenant,
 //  at most QN_PGW_ACK_MAX_MERGE requests and PUSH_MAX_BATCH items (a
 //  single request may exceed it), none marked solo. One request is
