@@ -549,29 +549,52 @@ qn_pgw_finish_push (qn_pgw_t *self, qn_pgw_job_t *j, qn_pgw_conn_t *c)
 }
 
 // ------------------------------------------------------------------ other commits
-//  Element i of a binary one-dimensional text[] parameter, or NULL.
-static const char *
-s_text_elem (const char *p, size_t len, int i, int *elen)
+//  The elements of a binary one-dimensional text[] parameter, in one pass:
+//  a malloc'd array of *count (pointer, length) pairs (a NULL element has
+//  length 0) the caller frees; NULL with *count 0 when p is not such an
+//  array. Walking the array once matters: a bundle or a merged ack carries
+//  thousands of elements, and finding each from the start is quadratic.
+typedef struct {
+    const char *data;
+    int len;
+} s_elem_t;
+
+static s_elem_t *
+s_text_elems (const char *p, size_t len, int *count)
 {
+    *count = 0;
     //  ndim, hasnull, elemtype, then (size, lbound) per dimension
-    if (len < 20 || (uint8_t) p [3] != 1)
+    if (!p || len < 20 || (uint8_t) p [3] != 1)
+        return NULL;
+    int32_t dim = (int32_t) ((uint32_t) (uint8_t) p [12] << 24 | (uint32_t) (uint8_t) p [13] << 16
+                           | (uint32_t) (uint8_t) p [14] << 8 | (uint32_t) (uint8_t) p [15]);
+    if (dim <= 0 || (size_t) dim > (len - 20) / 4)
+        return NULL;
+    s_elem_t *e = malloc ((size_t) dim * sizeof *e);
+    if (!e)
         return NULL;
     size_t at = 20;
-    for (int k = 0; at + 4 <= len; k++) {
+    int k = 0;
+    while (k < dim && at + 4 <= len) {
         int32_t n = (int32_t) ((uint32_t) (uint8_t) p [at] << 24 | (uint32_t) (uint8_t) p [at + 1] << 16
                              | (uint32_t) (uint8_t) p [at + 2] << 8 | (uint32_t) (uint8_t) p [at + 3]);
         at += 4;
         if (n < 0)
             n = 0;
         if (at + (size_t) n > len)
-            return NULL;
-        if (k == i) {
-            *elen = n;
-            return p + at;
-        }
+            break;
+        e [k++] = (s_elem_t) { p + at, n };
         at += (size_t) n;
     }
-    return NULL;
+    *count = k;
+    return e;
+}
+
+static bool
+s_elem_is (const s_elem_t *e, int count, int64_t i, const char *word)
+{
+    size_t n = strlen (word);
+    return i >= 0 && i < count && (size_t) e [i].len == n && !memcmp (e [i].data, word, n);
 }
 
 //  Acks: per queue, acknowledged (completed), failed (nacked) and
@@ -580,36 +603,42 @@ s_text_elem (const char *p, size_t len, int i, int *elen)
 static void
 s_count_acks (qn_pgw_t *self, const qn_pgw_job_t *j, PGresult *res)
 {
-    const char *st = j->nparams > 5 && !j->nulls [5] ? j->params.data + j->offsets [5] : NULL;
-    size_t st_len = st ? (size_t) j->lengths [5] : 0;
+    int nst = 0;
+    s_elem_t *st = j->nparams > 5 && !j->nulls [5]
+                 ? s_text_elems (j->params.data + j->offsets [5], (size_t) j->lengths [5], &nst) : NULL;
     for (int r = 0; r < PQntuples (res); r++) {
         int qlen = 0;
         const char *queue = qn_pgw_col_text (res, r, 3, &qlen);
         if (!queue || !s_col_true (res, r, 1))
             continue;
-        int slen = 0;
-        const char *status = st ? s_text_elem (st, st_len, r, &slen) : NULL;
-        bool failed = status && slen == 6 && !memcmp (status, "failed", 6);
-        s_count_queue (self, failed ? "messages_failed_total" : "messages_acked_total",
+        s_count_queue (self, s_elem_is (st, nst, r, "failed") ? "messages_failed_total" : "messages_acked_total",
                        queue, (size_t) qlen, 1);
         if (s_col_true (res, r, 6))
             s_count_queue (self, "messages_dead_lettered_total", queue, (size_t) qlen, 1);
     }
+    free (st);
 }
 
 //  Transaction bundles (they commit whole or not at all): their pushes
 //  (rows of kind "push": column 2 the kind, column 5 the queue) and their
 //  acks (rows of kind "ack", column 1 the flattened operation index,
-//  column 6 dlq), one at a time (bundles are small). An ack row's status
-//  is element k of parameter 15 (the ack statuses), k its rank among the
-//  acks of parameter 2 (the operation kinds, in order).
+//  column 6 dlq). An ack row's status is element k of parameter 15 (the
+//  ack statuses), k its rank among the acks of parameter 2 (the operation
+//  kinds, in order).
 static void
 s_count_bundle (qn_pgw_t *self, const qn_pgw_job_t *j, PGresult *res)
 {
-    const char *kinds = j->nparams > 14 && !j->nulls [1] ? j->params.data + j->offsets [1] : NULL;
-    size_t kinds_len = kinds ? (size_t) j->lengths [1] : 0;
-    const char *st = j->nparams > 14 && !j->nulls [14] ? j->params.data + j->offsets [14] : NULL;
-    size_t st_len = st ? (size_t) j->lengths [14] : 0;
+    int nk = 0, nst = 0;
+    s_elem_t *kinds = j->nparams > 14 && !j->nulls [1]
+                    ? s_text_elems (j->params.data + j->offsets [1], (size_t) j->lengths [1], &nk) : NULL;
+    s_elem_t *st = j->nparams > 14 && !j->nulls [14]
+                 ? s_text_elems (j->params.data + j->offsets [14], (size_t) j->lengths [14], &nst) : NULL;
+    //  rank [i]: the acks among kinds [0, i)
+    int *rank = nk > 0 ? malloc ((size_t) nk * sizeof *rank) : NULL;
+    for (int i = 0, acks = 0; rank && i < nk; i++) {
+        rank [i] = acks;
+        acks += s_elem_is (kinds, nk, i, "ack");
+    }
     for (int r = 0; r < PQntuples (res); r++) {
         int klen = 0, qlen = 0;
         const char *kind = qn_pgw_col_text (res, r, 1, &klen);
@@ -621,21 +650,16 @@ s_count_bundle (qn_pgw_t *self, const qn_pgw_job_t *j, PGresult *res)
         else
         if (klen == 3 && !memcmp (kind, "ack", 3)) {
             int64_t idx = PQgetisnull (res, r, 0) ? -1 : s_col_int (res, r, 0);
-            //  The ack's rank: acks among kinds [0, idx)
-            int rank = 0, elen = 0;
-            for (int64_t i = 0; kinds && i < idx; i++) {
-                const char *k = s_text_elem (kinds, kinds_len, (int) i, &elen);
-                rank += k && elen == 3 && !memcmp (k, "ack", 3);
-            }
-            int slen = 0;
-            const char *status = st && idx >= 0 ? s_text_elem (st, st_len, rank, &slen) : NULL;
-            bool failed = status && slen == 6 && !memcmp (status, "failed", 6);
+            bool failed = rank && idx >= 0 && idx < nk && s_elem_is (st, nst, rank [idx], "failed");
             s_count_queue (self, failed ? "messages_failed_total" : "messages_acked_total",
                            queue, (size_t) qlen, 1);
             if (s_col_true (res, r, 5))
                 s_count_queue (self, "messages_dead_lettered_total", queue, (size_t) qlen, 1);
         }
     }
+    free (rank);
+    free (kinds);
+    free (st);
 }
 
 //  Pops (every front door): messages handed out, per queue, in runs of

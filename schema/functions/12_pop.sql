@@ -195,6 +195,7 @@ DECLARE
   i         int;
   c_pid     bigint[];
   c_cur     bigint[];
+  c_tid     tid[];       -- where each claimed ready row is (locked: it stays put)
   r_pid     bigint[];
   r_cur     bigint[];
   r_n       bigint[];
@@ -203,6 +204,7 @@ DECLARE
   r_ok      bigint[];
   r_blocked timestamptz[];
   l_pid     bigint[] := '{}';
+  l_tid     tid[] := '{}';
   l_cur     bigint[] := '{}';
   l_hi      bigint[] := '{}';
   l_n       int[]    := '{}';
@@ -247,17 +249,17 @@ BEGIN
     -- claim (never waits: SKIP LOCKED; never scans idle partitions)
     v_asked := CASE WHEN v_pid IS NULL THEN LEAST(v_want - v_got, v_step) ELSE 1 END;
     IF v_pid IS NULL THEN
-      SELECT array_agg(s.pid), array_agg(s.cur) INTO c_pid, c_cur FROM (
-        SELECT r.partition_id AS pid, r.acked_seq AS cur FROM queen.ready r
+      SELECT array_agg(s.pid), array_agg(s.cur), array_agg(s.tid) INTO c_pid, c_cur, c_tid FROM (
+        SELECT r.partition_id AS pid, r.acked_seq AS cur, r.ctid AS tid FROM queen.ready r
          WHERE r.queue_id = q.id AND r.group_id = v_gid AND r.avail_at <= now()
            AND r.partition_id <> ALL (v_excl)
          ORDER BY r.avail_at
          LIMIT v_asked
          FOR UPDATE SKIP LOCKED) s;
     ELSE
-      SELECT array_agg(s.pid), array_agg(s.cur) INTO c_pid, c_cur FROM (
-        SELECT r.partition_id AS pid, r.acked_seq AS cur FROM queen.ready r
-         WHERE r.partition_id = v_pid AND r.group_id = v_gid AND r.avail_at <= now()
+      SELECT array_agg(s.pid), array_agg(s.cur), array_agg(s.tid) INTO c_pid, c_cur, c_tid FROM (
+        SELECT r.partition_id AS pid, r.acked_seq AS cur, r.ctid AS tid FROM queen.ready r
+         WHERE r.partition_id = v_pid AND r.group_id + 0 = v_gid AND r.avail_at <= now()
            AND r.partition_id <> ALL (v_excl)
          FOR UPDATE SKIP LOCKED) s;
     END IF;
@@ -274,12 +276,13 @@ BEGIN
         IF v_newest > now() - v_win THEN
           UPDATE queen.ready r SET avail_at = v_newest + v_win, lease_id = NULL, leased_from = NULL,
                  leased_to = NULL, batch_size = 0, acked_count = 0
-           WHERE r.partition_id = c_pid[i] AND r.group_id = v_gid;
+           WHERE r.partition_id = c_pid[i] AND r.group_id + 0 = v_gid;
           c_pid[i] := NULL;
         END IF;
       END LOOP;
-      SELECT array_agg(u.p ORDER BY u.k), array_agg(u.c ORDER BY u.k) INTO c_pid, c_cur
-        FROM unnest(c_pid, c_cur) WITH ORDINALITY u(p, c, k) WHERE u.p IS NOT NULL;
+      SELECT array_agg(u.p ORDER BY u.k), array_agg(u.c ORDER BY u.k), array_agg(u.t ORDER BY u.k)
+        INTO c_pid, c_cur, c_tid
+        FROM unnest(c_pid, c_cur, c_tid) WITH ORDINALITY u(p, c, t, k) WHERE u.p IS NOT NULL;
       CONTINUE WHEN c_pid IS NULL;
     END IF;
 
@@ -374,6 +377,7 @@ BEGIN
     FOR i IN 1..array_length(r_pid, 1) LOOP
       IF r_n[i] > 0 THEN
         l_pid := l_pid || r_pid[i];
+        l_tid := l_tid || c_tid[i];
         l_cur := l_cur || r_cur[i];
         l_hi := l_hi || r_hi[i];
         l_n := l_n || r_n[i]::int;
@@ -387,7 +391,7 @@ BEGIN
           IF NOT EXISTS (SELECT 1 FROM queen.messages m
                           WHERE m.partition_id = r_pid[i] AND m.seq > r_cur[i]) THEN
             WITH d AS (
-              DELETE FROM queen.ready r WHERE r.partition_id = r_pid[i] AND r.group_id = v_gid
+              DELETE FROM queen.ready r WHERE r.partition_id = r_pid[i] AND r.group_id + 0 = v_gid
               RETURNING r.partition_id, r.group_id, r.acked_seq)
             INSERT INTO queen.cursors AS cu (partition_id, group_id, acked_seq)
             SELECT * FROM d
@@ -401,7 +405,7 @@ BEGIN
         v_empty := v_empty + 1;
         UPDATE queen.ready r SET avail_at = r_blocked[i], lease_id = NULL,
                leased_from = NULL, leased_to = NULL, batch_size = 0, acked_count = 0
-         WHERE r.partition_id = r_pid[i] AND r.group_id = v_gid;
+         WHERE r.partition_id = r_pid[i] AND r.group_id + 0 = v_gid;
       END IF;
       -- else: cut by the batch budget; released untouched
     END LOOP;
@@ -422,7 +426,7 @@ BEGIN
        WHERE r.queue_id = q.id AND r.group_id = v_gid AND r.avail_at > now();
     ELSE
       SELECT r.avail_at INTO v_due FROM queen.ready r
-       WHERE r.partition_id = v_pid AND r.group_id = v_gid AND r.avail_at > now();
+       WHERE r.partition_id = v_pid AND r.group_id + 0 = v_gid AND r.avail_at > now();
     END IF;
     v_none.next_due := v_due;
     RETURN NEXT v_none;
@@ -430,7 +434,7 @@ BEGIN
   END IF;
 
   RETURN QUERY
-  WITH per AS (SELECT * FROM unnest(l_pid, l_cur, l_hi, l_n) AS t(pid, cur, hi, n)),
+  WITH per AS (SELECT * FROM unnest(l_pid, l_cur, l_hi, l_n, l_tid) AS t(pid, cur, hi, n, tid)),
   upd AS (
     UPDATE queen.ready r SET
       avail_at    = CASE WHEN v_auto THEN now() ELSE v_exp END,
@@ -441,13 +445,15 @@ BEGIN
       acked_count = 0,
       acked_seq   = CASE WHEN v_auto THEN per.hi ELSE GREATEST(r.acked_seq, per.cur) END,
       attempts    = CASE WHEN v_auto THEN 0 ELSE r.attempts END
-    -- `= ANY (l_pid)` and `group_id + 0`: the only index condition is on
-    -- the primary key's first column, the claimed partitions (a row per
-    -- group each). With group_id usable, a generic plan made while ready
-    -- was small read every row of the group through ready_claim (group_id
-    -- alone, without its leading queue_id) and hash-joined them: a pop of
-    -- 1 partition paid for all the group's ready rows.
-    FROM per WHERE r.partition_id = ANY (l_pid) AND r.group_id + 0 = v_gid AND r.partition_id = per.pid)
+    -- the claimed rows, by where they are (the claim locked them, so they
+    -- stay put): a TID probe per row whatever the statistics. A join on the
+    -- keys planned while ready was small read every ready row of the group
+    -- through ready_claim (group_id alone), or all of ready through the
+    -- primary key with the join as a filter, once ready was not small (3 s
+    -- a pop at 100,000 rows); `partition_id = ANY (l_pid)` beside the join
+    -- bounded that but cost 1,000 x 1,000 as the inner side of a 1,000
+    -- partition pop (PostgreSQL 15 prepares the array again per probe).
+    FROM per WHERE r.ctid = per.tid)
   SELECT q.name::text, per.pid, p.name::text, m.seq, m.created_at, m.txn_id::text, m.trace_id,
          m.producer, m.payload, m.is_encrypted, v_exp, NULL::timestamptz
   FROM per

@@ -27,6 +27,7 @@ DECLARE
   s_pid bigint[]; s_gid int[]; s_qid int[]; s_ex0 bool[]; s_lease0 uuid[]; s_avail0 timestamptz[];
   s_ex bool[]; s_cur bigint[]; s_lease uuid[]; s_avail timestamptz[]; s_from bigint[]; s_to bigint[];
   s_bs int[]; s_ac int[]; s_att int[]; s_cold bigint[]; s_chg bool[]; s_ff text[];
+  s_tid tid[];     -- where each existing ready row is (locked by L4: it stays put)
   -- results by ord
   o_ok bool[]; o_err text[]; o_qn text[]; o_pn text[]; o_rel bool[]; o_dlq bool[];
   o_seq bigint[]; o_qid int[]; o_code text[];
@@ -80,18 +81,26 @@ BEGIN
       ORDER BY k          -- one sort; array_agg keeps the input order
     ) x;
 
-  -- L4: lock the existing ready rows in (partition, group) order
-  PERFORM 1 FROM queen.ready r
-   WHERE (r.partition_id, r.group_id) IN (SELECT u.p, u.g FROM unnest(a_pid, a_gid) u(p, g))
-   ORDER BY r.partition_id, r.group_id
-   FOR UPDATE;
+  -- L4: lock the existing ready rows in (partition, group) order: one
+  -- probe of the primary key per pair, whatever the statistics (a semi-join
+  -- planned while ready was small read the whole table per call once it was
+  -- not: 30 s for 1,000 acks on 100,000 ready rows). The lateral subquery is
+  -- parameterised by the pair, and `group_id + 0` leaves the primary key
+  -- the only index to probe: with the group usable, a plan made on a small
+  -- table probed ready_claim by the group alone (past its leading queue_id)
+  -- and filtered the partition, every ready row of the group per pair.
+  PERFORM 1
+    FROM (SELECT DISTINCT u.p, u.g FROM unnest(a_pid, a_gid) u(p, g)
+           WHERE u.p IS NOT NULL AND u.g IS NOT NULL ORDER BY 1, 2) k
+    CROSS JOIN LATERAL (SELECT 1 FROM queen.ready r
+                         WHERE r.partition_id = k.p AND r.group_id + 0 = k.g FOR UPDATE) l;
 
   SELECT array_agg(z.p), array_agg(z.g), array_agg(z.q), array_agg(z.ex), array_agg(z.lease_id),
          array_agg(z.avail_at), array_agg(z.acked_seq), array_agg(z.leased_from), array_agg(z.leased_to),
-         array_agg(z.bs), array_agg(z.ac), array_agg(z.att), array_agg(z.cold)
-    INTO s_pid, s_gid, s_qid, s_ex0, s_lease0, s_avail0, s_cur, s_from, s_to, s_bs, s_ac, s_att, s_cold
+         array_agg(z.bs), array_agg(z.ac), array_agg(z.att), array_agg(z.cold), array_agg(z.tid)
+    INTO s_pid, s_gid, s_qid, s_ex0, s_lease0, s_avail0, s_cur, s_from, s_to, s_bs, s_ac, s_att, s_cold, s_tid
     FROM (
-      SELECT k.p, k.g, k.q, r.partition_id IS NOT NULL AS ex, r.lease_id, r.avail_at, r.acked_seq,
+      SELECT k.p, k.g, k.q, r.partition_id IS NOT NULL AS ex, r.tid, r.lease_id, r.avail_at, r.acked_seq,
              r.leased_from, r.leased_to, COALESCE(r.batch_size, 0) AS bs, COALESCE(r.acked_count, 0) AS ac,
              COALESCE(r.attempts, 0) AS att,
              COALESCE((SELECT c.acked_seq FROM queen.cursors c
@@ -99,9 +108,10 @@ BEGIN
         FROM (SELECT DISTINCT u.p, u.g, u.q FROM unnest(a_pid, a_gid, a_qid) u(p, g, q)
                WHERE u.p IS NOT NULL AND u.g IS NOT NULL) k
         -- point lookups whatever the statistics (see _push_rows): LIMIT
-        -- keeps the lateral subquery from being flattened into a join
-        LEFT JOIN LATERAL (SELECT * FROM queen.ready r0
-                            WHERE r0.partition_id = k.p AND r0.group_id = k.g LIMIT 1) r ON true
+        -- keeps the lateral subquery from being flattened into a join;
+        -- `group_id + 0` as in L4
+        LEFT JOIN LATERAL (SELECT r0.ctid AS tid, r0.* FROM queen.ready r0
+                            WHERE r0.partition_id = k.p AND r0.group_id + 0 = k.g LIMIT 1) r ON true
         LEFT JOIN queen.consumer_groups g ON g.id = k.g
        ORDER BY k.p, k.g) z;   -- one sort; array_agg keeps the input order
   ns := COALESCE(array_length(s_pid, 1), 0);
@@ -268,19 +278,22 @@ BEGIN
      WHERE u.chg AND u.ex0 AND u.lease IS NULL AND u.avail <= v_now AND u.p = ANY (v_lk)
        AND NOT EXISTS (SELECT 1 FROM queen.messages m WHERE m.partition_id = u.p AND m.seq > u.cur);
 
+    -- the rows L4 locked, by where they are (s_tid): a TID probe per row
+    -- whatever the statistics (a join on the keys, planned while ready was
+    -- small, scanned all of ready per call once it was not)
     UPDATE queen.ready r SET
       acked_seq = u.cur, lease_id = u.lease, avail_at = u.avail, leased_from = u.lf,
       leased_to = u.lt, batch_size = u.bs, acked_count = u.ac, attempts = u.att
-    FROM unnest(s_pid, s_gid, s_cur, s_lease, s_avail, s_from, s_to, s_bs, s_ac, s_att, s_chg, s_ex0)
-         WITH ORDINALITY AS u(p, g, cur, lease, avail, lf, lt, bs, ac, att, chg, ex0, k)
+    FROM unnest(s_tid, s_cur, s_lease, s_avail, s_from, s_to, s_bs, s_ac, s_att, s_chg, s_ex0)
+         WITH ORDINALITY AS u(tid, cur, lease, avail, lf, lt, bs, ac, att, chg, ex0, k)
     WHERE u.chg AND u.ex0 AND NOT (u.k::int = ANY (COALESCE(v_dk, '{}')))
-      AND r.partition_id = u.p AND r.group_id = u.g;
+      AND r.ctid = u.tid;
 
     IF v_dk IS NOT NULL THEN
       WITH d AS (
         DELETE FROM queen.ready r
-         USING (SELECT s_pid[k] AS p, s_gid[k] AS g, s_cur[k] AS cur FROM unnest(v_dk) k) u
-         WHERE r.partition_id = u.p AND r.group_id = u.g
+         USING (SELECT s_tid[k] AS tid, s_cur[k] AS cur FROM unnest(v_dk) k) u
+         WHERE r.ctid = u.tid
         RETURNING r.partition_id, r.group_id, u.cur)
       INSERT INTO queen.cursors AS cu (partition_id, group_id, acked_seq)
       SELECT * FROM d ORDER BY 1, 2
