@@ -3,7 +3,9 @@
     one operation of docs/ephemeral.md (configure, send, request, receive,
     reply, subscribe, subscribers, publish, poll, stats) on the table and
     answers it through the host, at once or when what it waits for comes;
-    qn_eph_cancel forgets a waiting call whose caller left.
+    qn_eph_cancel forgets a waiting call whose caller left. The operations
+    are a table (s_ops: name, handler, whether a body is required); each
+    handler answers, or returns the handle of its wait.
     Failure   a bad call gets its HTTP status and {"error": ...}: 400
               (a bad body, name or tenant), 404 (no such operation, no
               requester, a subscriber not present here), 409 (a name whose
@@ -149,342 +151,451 @@ s_answer_status (qn_eph_t *self, const qn_eph_caller_t *env, int status, const c
     qn_eph_answer (self, env, status, self->out.data);
 }
 
+//  One call being run: its caller, the call (its name scoped by its
+//  tenant), the name as the client spelled it, its parsed body.
+typedef struct {
+    qn_eph_caller_t caller;
+    qn_msg_eph_call_t c;
+    qn_eph_str_t shown;
+    s_body_t b;
+    const char *payload;        //  The body's "payload" (raw JSON), or NULL
+    size_t plen;
+} s_call_t;
+
+//  An operation: answers the call and returns NULL, or returns the handle
+//  of its wait (answered later).
+typedef void *(s_op_fn) (qn_eph_t *self, s_call_t *k);
+
+static void *
+s_empty (qn_eph_t *self, const qn_eph_caller_t *env)
+{
+    qn_eph_answer (self, env, 204, "");
+    return NULL;
+}
+
+//  configure: a queue's maxMessages and overflow policy (made if new).
+static void *
+s_op_configure (qn_eph_t *self, s_call_t *k)
+{
+    const qn_eph_caller_t *env = &k->caller;
+    const qn_msg_eph_call_t c = k->c;
+    s_body_t *b = &k->b;
+    int64_t max = QN_EPH_DEFAULT_MAX;
+    char overflow [32] = "reject";
+    if (!s_int (b, "maxMessages", 1, 10000000, &max)
+    ||  s_text (b, "overflow", overflow, sizeof overflow) < 0
+    ||  (strcmp (overflow, "reject") && strcmp (overflow, "drop-oldest"))) {
+        qn_eph_answer_error (self, env, 400, "maxMessages must be 1..10000000 and overflow \"reject\" or \"drop-oldest\"");
+        return NULL;
+    }
+    qn_eph_queue_t *q = qn_eph_queue_get (self, c.name.ptr, c.name.len, true);
+    if (!q) {
+        qn_eph_answer_error (self, env, 409, "queue name collides with another; choose another name");
+        return NULL;
+    }
+    q->max_messages = (uint32_t) max;
+    q->drop_oldest = !strcmp (overflow, "drop-oldest");
+    s_queue_json (&self->out, q);
+    qn_eph_answer (self, env, 200, self->out.data);
+    return NULL;
+}
+
+//  send, request: a message into a queue (a local consumer, a peer's, the
+//  buffer); a request waits for its reply in an inbox of its own.
+static void *
+s_op_send (qn_eph_t *self, s_call_t *k)
+{
+    const qn_eph_caller_t *env = &k->caller;
+    const qn_msg_eph_call_t c = k->c;
+    s_body_t *b = &k->b;
+    const char *payload = k->payload;
+    size_t plen = k->plen;
+    bool request = qn_eph_is ("request", c.op.ptr, c.op.len);
+    if (!payload) {
+        qn_eph_answer_error (self, env, 400, "payload is required");
+        return NULL;
+    }
+    qn_eph_queue_t *q = qn_eph_queue_get (self, c.name.ptr, c.name.len, true);
+    if (!q) {
+        qn_eph_answer_error (self, env, 409, "queue name collides with another; choose another name");
+        return NULL;
+    }
+    if (!qn_eph_fits (self, plen) && !q->drop_oldest) {
+        self->rejected++;
+        qn_eph_answer_error (self, env, 503, "ephemeral memory is full (EPHEMERAL_MAX_BYTES)");
+        return NULL;
+    }
+    char reply_to [QN_EPH_MAX_NAME + 32] = "", corr [QN_EPH_MAX_NAME + 1] = "";
+    int64_t timeout = c.timeout_ms;
+    if (s_text (b, "replyTo", reply_to, sizeof reply_to) < 0
+    ||  s_text (b, "correlationId", corr, sizeof corr) < 0
+    ||  !s_int (b, "timeout", 0, self->config->max_wait_ms, &timeout)) {
+        qn_eph_answer_error (self, env, 400, "replyTo and correlationId must be non-empty strings; timeout 0..MAX_WAIT_MS");
+        return NULL;
+    }
+    qn_eph_waiter_t *w = NULL;
+    if (request) {
+        w = s_waiter_new (self, env, QN_EPH_W_REQUEST);
+        snprintf (w->tenant, sizeof w->tenant, "%.*s", (int) c.tenant.len, c.tenant.ptr);
+        w->inbox = ++self->next_inbox;
+        snprintf (reply_to, sizeof reply_to, "%llu@%s", (unsigned long long) w->inbox, self->id);
+        if (!corr [0])
+            snprintf (corr, sizeof corr, "c-%llu", (unsigned long long) w->inbox);
+        w->corr_id = qn_strdup (corr);
+    }
+    int status = 0;
+    qn_eph_msg_t *m = qn_eph_msg_new (self, (qn_eph_str_t) { payload, plen },
+                                      QN_EPH_STR (reply_to [0] ? reply_to : NULL),
+                                      QN_EPH_STR (corr [0] ? corr : NULL));
+    const char *how = qn_eph_deliver (self, q, m, &status);
+    if (!how) {
+        if (w) {
+            free (w->corr_id);
+            free (w);
+        }
+        qn_eph_answer_error (self, env, status, status == 429 ? "ephemeral queue is full (maxMessages)"
+                                                              : "ephemeral memory is full (EPHEMERAL_MAX_BYTES)");
+        return NULL;
+    }
+    if (w) {
+        qn_hashmap_put (self->inboxes, w->inbox, w);
+        w->timer = qn_timer_add (self->kernel, (uint32_t) (timeout ? timeout : 1), 0,
+                                 qn_eph_on_request_expired, w);
+        return w;           //  Answered by the reply or the timeout
+    }
+    s_answer_status (self, env, 201, how);
+    return NULL;
+}
+
+//  receive: a buffered message (up to max of them), else a wait for one
+//  (up to max, answered at the flush).
+static void *
+s_op_receive (qn_eph_t *self, s_call_t *k)
+{
+    const qn_eph_caller_t *env = &k->caller;
+    const qn_msg_eph_call_t c = k->c;
+    qn_eph_queue_t *q = qn_eph_queue_get (self, c.name.ptr, c.name.len, true);
+    if (!q) {
+        qn_eph_answer_error (self, env, 409, "queue name collides with another; choose another name");
+        return NULL;
+    }
+    if (c.max < 0 || c.max > QN_EPH_MAX_BATCH) {
+        qn_eph_answer_error (self, env, 400, "max must be 1..1000");
+        return NULL;
+    }
+    if (q->msgs.head && c.max) {
+        qn_eph_list_t taken = { 0 };
+        while ((int64_t) taken.count < c.max && q->msgs.head)
+            qn_eph_list_push (&taken, qn_eph_list_pop (&q->msgs));
+        self->delivered += taken.count;
+        qn_eph_batch_json (self, &self->out, &taken);
+        qn_eph_answer (self, env, 200, self->out.data);
+        return NULL;
+    }
+    if (q->msgs.head) {
+        qn_eph_msg_t *m = qn_eph_list_pop (&q->msgs);
+        qn_eph_message_json (&self->out, m);
+        qn_eph_msg_free (self, m);
+        self->delivered++;
+        qn_eph_answer (self, env, 200, self->out.data);
+        return NULL;
+    }
+    if (!c.timeout_ms)
+        return s_empty (self, env);
+    qn_eph_waiter_t *w = s_waiter_new (self, env, QN_EPH_W_RECEIVE);
+    w->max = (uint32_t) c.max;
+    w->linked = true;
+    w->owner = q;
+    w->prev = q->wtail;
+    if (q->wtail)
+        q->wtail->next = w;
+    else
+        q->whead = w;
+    q->wtail = w;
+    q->nwaiters++;
+    w->timer = qn_timer_add (self->kernel, (uint32_t) c.timeout_ms, 0, qn_eph_on_receive_expired, w);
+    qn_eph_want (self, q);
+    return w;
+}
+
+//  reply: one reply, or a batch {"replies": [...]}, to requesters' inboxes
+//  here or on their brokers.
+static void *
+s_op_reply (qn_eph_t *self, s_call_t *k)
+{
+    const qn_eph_caller_t *env = &k->caller;
+    const qn_msg_eph_call_t c = k->c;
+    s_body_t *b = &k->b;
+    int list = qn_json_get (&b->doc, 0, "replies");
+    if (list >= 0) {
+        //  A batch: {"replies": [{replyTo, correlationId, payload}, ...]}
+        if (qn_json_type (&b->doc, list) != QN_JSON_ARRAY || qn_json_size (&b->doc, list) > QN_EPH_MAX_BATCH) {
+            qn_eph_answer_error (self, env, 400, "replies must be an array of at most 1000 replies");
+            return NULL;
+        }
+        for (int t = qn_json_first (&b->doc, list); t >= 0; t = qn_json_next_sibling (&b->doc, list, t))
+            if (qn_json_type (&b->doc, t) != QN_JSON_OBJECT) {
+                qn_eph_answer_error (self, env, 400, "each reply is an object {replyTo, correlationId, payload}");
+                return NULL;
+            }
+        int64_t delivered = 0, forwarded = 0, missing = 0, invalid = 0;
+        for (int t = qn_json_first (&b->doc, list); t >= 0; t = qn_json_next_sibling (&b->doc, list, t)) {
+            int r = s_reply_one (self, b, t, c.tenant);
+            delivered += r == 0;
+            forwarded += r == 1;
+            missing += r == 404;
+            invalid += r == 400;
+        }
+        qn_jw_t jw;
+        qn_jw_init (&jw, &self->out);
+        qn_jw_obj (&jw);
+        qn_jw_kint (&jw, "delivered", delivered);
+        qn_jw_kint (&jw, "forwarded", forwarded);
+        qn_jw_kint (&jw, "missing", missing);
+        qn_jw_kint (&jw, "invalid", invalid);
+        qn_jw_obj_end (&jw);
+        qn_eph_answer (self, env, 202, self->out.data);
+        return NULL;
+    }
+    int r = s_reply_one (self, b, 0, c.tenant);
+    if (r == 400) {
+        qn_eph_answer_error (self, env, 400, "replyTo (\"<inbox>@<broker>\"), correlationId and payload are required");
+        return NULL;
+    }
+    if (r == 404) {
+        qn_eph_answer_error (self, env, 404, "no requester waits on this replyTo and correlationId (timed out?)");
+        return NULL;
+    }
+    s_answer_status (self, env, 202, r ? "forwarded" : "delivered");
+    return NULL;
+}
+
+//  subscribe: presence on a topic for ttl ms (0: leave), told to the peers.
+static void *
+s_op_subscribe (qn_eph_t *self, s_call_t *k)
+{
+    const qn_eph_caller_t *env = &k->caller;
+    const qn_msg_eph_call_t c = k->c;
+    s_body_t *b = &k->b;
+    char sub [QN_EPH_MAX_NAME + 1];
+    int64_t ttl = QN_EPH_SUB_TTL_MS;
+    if (s_text (b, "subscriber", sub, sizeof sub) != 1 || !s_int (b, "ttl", 0, 86400000, &ttl)) {
+        qn_eph_answer_error (self, env, 400, "subscriber (a non-empty string) is required; ttl is 0..86400000 ms");
+        return NULL;
+    }
+    qn_eph_topic_t *t = qn_eph_topic_get (self, c.name.ptr, c.name.len, true);
+    if (!t) {
+        qn_eph_answer_error (self, env, 409, "topic name collides with another; choose another name");
+        return NULL;
+    }
+    if (ttl == 0) {
+        qn_eph_sub_t *s = qn_eph_sub_find (t, sub, strlen (sub));
+        if (s)
+            qn_eph_sub_remove (self, t, s);
+    }
+    else
+    if (!qn_eph_sub_put (self, t, QN_EPH_STR (sub), QN_EPH_STR (self->id), ttl)) {
+        qn_eph_answer_error (self, env, 429, "too many subscribers on this topic");
+        return NULL;
+    }
+    qn_msg_eph_peer_t op = {
+        .kind = QN_EPH_PRESENCE, .name = QN_EPH_STR (t->name), .a = QN_EPH_STR (sub),
+        .b = QN_EPH_STR (self->id), .n = ttl
+    };
+    qn_eph_peer_send (self, &op);
+    qn_jw_t jw;
+    qn_jw_init (&jw, &self->out);
+    qn_jw_obj (&jw);
+    qn_jw_kstr (&jw, "topic", qn_eph_shown (t->name));
+    qn_jw_kstr (&jw, "subscriber", sub);
+    qn_jw_kint (&jw, "expiresInMs", ttl);
+    qn_jw_obj_end (&jw);
+    qn_eph_answer (self, env, 200, self->out.data);
+    return NULL;
+}
+
+//  subscribers: a topic's present subscribers, cell-wide.
+static void *
+s_op_subscribers (qn_eph_t *self, s_call_t *k)
+{
+    const qn_eph_caller_t *env = &k->caller;
+    const qn_msg_eph_call_t c = k->c;
+    qn_eph_str_t shown = k->shown;
+    qn_eph_topic_t *t = qn_eph_topic_get (self, c.name.ptr, c.name.len, false);
+    if (t)
+        qn_eph_topic_expire (self, t);
+    int64_t now = qn_now_ms ();
+    qn_jw_t jw;
+    qn_jw_init (&jw, &self->out);
+    qn_jw_obj (&jw);
+    qn_jw_key (&jw, "topic");
+    qn_jw_strn (&jw, shown.ptr, shown.len);
+    qn_jw_key (&jw, "subscribers");
+    qn_jw_arr (&jw);
+    for (size_t i = 0; t && i < t->nsubs; i++) {
+        qn_jw_obj (&jw);
+        qn_jw_kstr (&jw, "subscriber", t->subs [i].name);
+        qn_jw_kstr (&jw, "broker", t->subs [i].broker);
+        qn_jw_kint (&jw, "expiresInMs", t->subs [i].expires_ms - now);
+        qn_jw_obj_end (&jw);
+    }
+    qn_jw_arr_end (&jw);
+    qn_jw_obj_end (&jw);
+    qn_eph_answer (self, env, 200, self->out.data);
+    return NULL;
+}
+
+//  publish: into every present local mailbox, and to the peers.
+static void *
+s_op_publish (qn_eph_t *self, s_call_t *k)
+{
+    const qn_eph_caller_t *env = &k->caller;
+    const qn_msg_eph_call_t c = k->c;
+    const char *payload = k->payload;
+    size_t plen = k->plen;
+    if (!payload) {
+        qn_eph_answer_error (self, env, 400, "payload is required");
+        return NULL;
+    }
+    qn_eph_topic_t *t = qn_eph_topic_get (self, c.name.ptr, c.name.len, true);
+    if (!t) {
+        qn_eph_answer_error (self, env, 409, "topic name collides with another; choose another name");
+        return NULL;
+    }
+    int local = qn_eph_publish_local (self, t, (qn_eph_str_t) { payload, plen });
+    qn_msg_eph_peer_t op = {
+        .kind = QN_EPH_PUBLISH, .name = QN_EPH_STR (t->name), .payload = { payload, plen }
+    };
+    qn_eph_peer_send (self, &op);
+    qn_jw_t jw;
+    qn_jw_init (&jw, &self->out);
+    qn_jw_obj (&jw);
+    qn_jw_kint (&jw, "deliveredHere", local);
+    qn_jw_kint (&jw, "subscribers", (int64_t) t->nsubs);
+    qn_jw_obj_end (&jw);
+    qn_eph_answer (self, env, 201, self->out.data);
+    return NULL;
+}
+
+//  poll: a subscriber's mailbox here, or a wait on it (a newer poll
+//  replaces an older one, answered 204).
+static void *
+s_op_poll (qn_eph_t *self, s_call_t *k)
+{
+    const qn_eph_caller_t *env = &k->caller;
+    const qn_msg_eph_call_t c = k->c;
+    qn_eph_topic_t *t = qn_eph_topic_get (self, c.name.ptr, c.name.len, false);
+    if (t)
+        qn_eph_topic_expire (self, t);
+    qn_eph_sub_t *s = t && c.query.len ? qn_eph_sub_find (t, c.query.ptr, c.query.len) : NULL;
+    if (!s || strcmp (s->broker, self->id)) {
+        qn_eph_answer_error (self, env, 404, "subscriber not present on this broker: subscribe first (and renew before its ttl)");
+        return NULL;
+    }
+    if (s->waiter) {           //  A newer poll replaces an older one
+        qn_timer_cancel (self->kernel, s->waiter->timer);
+        qn_eph_on_poll_expired (self, s->waiter);
+    }
+    s->waiter = s_waiter_new (self, env, QN_EPH_W_POLL);
+    s->waiter->owner = s;
+    if (s->mailbox.head) {
+        qn_eph_poll_answer (self, s);
+        return NULL;
+    }
+    if (!c.timeout_ms) {
+        free (s->waiter);
+        s->waiter = NULL;
+        return s_empty (self, env);
+    }
+    s->waiter->timer = qn_timer_add (self->kernel, (uint32_t) c.timeout_ms, 0, qn_eph_on_poll_expired,
+                                     s->waiter);
+    return s->waiter;
+}
+
+//  stats: the table's counters.
+static void *
+s_op_stats (qn_eph_t *self, s_call_t *k)
+{
+    const qn_eph_caller_t *env = &k->caller;
+    s_stats_json (self, &self->out);
+    qn_eph_answer (self, env, 200, self->out.data);
+    return NULL;
+}
+
+static const struct {
+    const char *name;
+    s_op_fn *fn;
+    bool needs_body;            //  An empty body is a 400
+} s_ops [] = {
+    { "configure", s_op_configure, false },
+    { "send", s_op_send, true },
+    { "request", s_op_send, true },
+    { "receive", s_op_receive, false },
+    { "reply", s_op_reply, true },
+    { "subscribe", s_op_subscribe, true },
+    { "subscribers", s_op_subscribers, false },
+    { "publish", s_op_publish, true },
+    { "poll", s_op_poll, false },
+    { "stats", s_op_stats, false },
+};
+#define S_OPS (sizeof s_ops / sizeof s_ops [0])
+
+//  Parses the call's body and runs its operation (404 when unknown).
+static void *
+s_run (qn_eph_t *self, s_call_t *k)
+{
+    const qn_eph_caller_t *env = &k->caller;
+    size_t i = 0;
+    while (i < S_OPS && !qn_eph_is (s_ops [i].name, k->c.op.ptr, k->c.op.len))
+        i++;
+    if (k->c.body.len) {
+        if (qn_json_parse (&k->b.doc, k->c.body.ptr, k->c.body.len, 64)
+        ||  qn_json_type (&k->b.doc, 0) != QN_JSON_OBJECT) {
+            qn_eph_answer_error (self, env, 400, "Invalid JSON: expected an object");
+            return NULL;
+        }
+        k->b.parsed = true;
+    }
+    else
+    if (i < S_OPS && s_ops [i].needs_body) {
+        qn_eph_answer_error (self, env, 400, "Empty request body");
+        return NULL;
+    }
+    k->payload = s_raw (&k->b, "payload", &k->plen);
+    qn_buf_reset (&self->out);
+    if (i == S_OPS) {
+        qn_eph_answer_error (self, env, 404, "unknown ephemeral operation");
+        return NULL;
+    }
+    return s_ops [i].fn (self, k);
+}
+
 void *
 qn_eph_call (qn_eph_t *self, const qn_msg_eph_call_t *call, const char *reply_to, uint64_t corr)
 {
-    qn_msg_eph_call_t c = *call;
-    qn_eph_caller_t caller = { reply_to, corr }, *env = &caller;
-    void *waits = NULL;
-    if (c.tenant.len > QN_EPH_MAX_TENANT || memchr (c.tenant.ptr, QN_EPH_SEP, c.tenant.len)) {
-        qn_eph_answer_error (self, env, 400, "tenant name is too long");
+    s_call_t k = { .caller = { reply_to, corr }, .c = *call, .shown = call->name };
+    if (k.c.tenant.len > QN_EPH_MAX_TENANT || memchr (k.c.tenant.ptr, QN_EPH_SEP, k.c.tenant.len)) {
+        qn_eph_answer_error (self, &k.caller, 400, "tenant name is too long");
         return NULL;
     }
-    s_body_t b = { .parsed = false };
-    qn_json_doc_init (&b.doc);
-    qn_buf_init (&b.scratch);
+    qn_json_doc_init (&k.b.doc);
+    qn_buf_init (&k.b.scratch);
+    void *waits = NULL;
     //  Names are per tenant: a named tenant's are kept (and travel to the
     //  peers) as "\x1f<tenant>\x1f<name>", which no client name can spell.
-    qn_eph_str_t shown = c.name;
     char key [QN_EPH_MAX_KEY + 1];
-    if (c.name.len > QN_EPH_MAX_NAME || memchr (c.name.ptr, QN_EPH_SEP, c.name.len)) {
-        qn_eph_answer_error (self, env, 400, "name must be 1-255 bytes without the character U+001F");
-        goto done;
+    if (k.c.name.len > QN_EPH_MAX_NAME || memchr (k.c.name.ptr, QN_EPH_SEP, k.c.name.len))
+        qn_eph_answer_error (self, &k.caller, 400, "name must be 1-255 bytes without the character U+001F");
+    else {
+        if (k.c.name.len && k.c.tenant.len) {
+            int n = snprintf (key, sizeof key, "%c%.*s%c%.*s", QN_EPH_SEP, (int) k.c.tenant.len,
+                              k.c.tenant.ptr, QN_EPH_SEP, (int) k.c.name.len, k.c.name.ptr);
+            k.c.name = (qn_eph_str_t) { key, (size_t) n };
+        }
+        waits = s_run (self, &k);
     }
-    if (c.name.len && c.tenant.len) {
-        int n = snprintf (key, sizeof key, "%c%.*s%c%.*s", QN_EPH_SEP, (int) c.tenant.len, c.tenant.ptr, QN_EPH_SEP,
-                          (int) c.name.len, c.name.ptr);
-        c.name = (qn_eph_str_t) { key, (size_t) n };
-    }
-#define OP(s) qn_eph_is (s, c.op.ptr, c.op.len)
-    bool needs_body = OP ("send") || OP ("request") || OP ("reply") || OP ("subscribe") || OP ("publish");
-    if (c.body.len) {
-        if (qn_json_parse (&b.doc, c.body.ptr, c.body.len, 64) || qn_json_type (&b.doc, 0) != QN_JSON_OBJECT) {
-            qn_eph_answer_error (self, env, 400, "Invalid JSON: expected an object");
-            goto done;
-        }
-        b.parsed = true;
-    }
-    else
-    if (needs_body) {
-        qn_eph_answer_error (self, env, 400, "Empty request body");
-        goto done;
-    }
-    size_t plen = 0;
-    const char *payload = s_raw (&b, "payload", &plen);
-    qn_buf_reset (&self->out);
-    if (OP ("configure")) {
-        int64_t max = QN_EPH_DEFAULT_MAX;
-        char overflow [32] = "reject";
-        if (!s_int (&b, "maxMessages", 1, 10000000, &max)
-        ||  s_text (&b, "overflow", overflow, sizeof overflow) < 0
-        ||  (strcmp (overflow, "reject") && strcmp (overflow, "drop-oldest"))) {
-            qn_eph_answer_error (self, env, 400, "maxMessages must be 1..10000000 and overflow \"reject\" or \"drop-oldest\"");
-            goto done;
-        }
-        qn_eph_queue_t *q = qn_eph_queue_get (self, c.name.ptr, c.name.len, true);
-        if (!q) {
-            qn_eph_answer_error (self, env, 409, "queue name collides with another; choose another name");
-            goto done;
-        }
-        q->max_messages = (uint32_t) max;
-        q->drop_oldest = !strcmp (overflow, "drop-oldest");
-        s_queue_json (&self->out, q);
-        qn_eph_answer (self, env, 200, self->out.data);
-    }
-    else
-    if (OP ("send") || OP ("request")) {
-        if (!payload) {
-            qn_eph_answer_error (self, env, 400, "payload is required");
-            goto done;
-        }
-        qn_eph_queue_t *q = qn_eph_queue_get (self, c.name.ptr, c.name.len, true);
-        if (!q) {
-            qn_eph_answer_error (self, env, 409, "queue name collides with another; choose another name");
-            goto done;
-        }
-        if (!qn_eph_fits (self, plen) && !q->drop_oldest) {
-            self->rejected++;
-            qn_eph_answer_error (self, env, 503, "ephemeral memory is full (EPHEMERAL_MAX_BYTES)");
-            goto done;
-        }
-        char reply_to [QN_EPH_MAX_NAME + 32] = "", corr [QN_EPH_MAX_NAME + 1] = "";
-        int64_t timeout = c.timeout_ms;
-        if (s_text (&b, "replyTo", reply_to, sizeof reply_to) < 0
-        ||  s_text (&b, "correlationId", corr, sizeof corr) < 0
-        ||  !s_int (&b, "timeout", 0, self->config->max_wait_ms, &timeout)) {
-            qn_eph_answer_error (self, env, 400, "replyTo and correlationId must be non-empty strings; timeout 0..MAX_WAIT_MS");
-            goto done;
-        }
-        qn_eph_waiter_t *w = NULL;
-        if (OP ("request")) {
-            w = s_waiter_new (self, env, QN_EPH_W_REQUEST);
-            snprintf (w->tenant, sizeof w->tenant, "%.*s", (int) c.tenant.len, c.tenant.ptr);
-            w->inbox = ++self->next_inbox;
-            snprintf (reply_to, sizeof reply_to, "%llu@%s", (unsigned long long) w->inbox, self->id);
-            if (!corr [0])
-                snprintf (corr, sizeof corr, "c-%llu", (unsigned long long) w->inbox);
-            w->corr_id = qn_strdup (corr);
-        }
-        int status = 0;
-        qn_eph_msg_t *m = qn_eph_msg_new (self, (qn_eph_str_t) { payload, plen }, QN_EPH_STR (reply_to[0] ? reply_to : NULL),
-                                QN_EPH_STR (corr[0] ? corr : NULL));
-        const char *how = qn_eph_deliver (self, q, m, &status);
-        if (!how) {
-            if (w) {
-                free (w->corr_id);
-                free (w);
-            }
-            qn_eph_answer_error (self, env, status, status == 429 ? "ephemeral queue is full (maxMessages)"
-                                                             : "ephemeral memory is full (EPHEMERAL_MAX_BYTES)");
-            goto done;
-        }
-        if (w) {
-            qn_hashmap_put (self->inboxes, w->inbox, w);
-            w->timer = qn_timer_add (self->kernel, (uint32_t) (timeout ? timeout : 1), 0,
-                                     qn_eph_on_request_expired, w);
-            waits = w;
-            goto done;          //  Answered by the reply or the timeout
-        }
-        s_answer_status (self, env, 201, how);
-    }
-    else
-    if (OP ("receive")) {
-        qn_eph_queue_t *q = qn_eph_queue_get (self, c.name.ptr, c.name.len, true);
-        if (!q) {
-            qn_eph_answer_error (self, env, 409, "queue name collides with another; choose another name");
-            goto done;
-        }
-        if (c.max < 0 || c.max > QN_EPH_MAX_BATCH) {
-            qn_eph_answer_error (self, env, 400, "max must be 1..1000");
-            goto done;
-        }
-        if (q->msgs.head && c.max) {
-            qn_eph_list_t taken = { 0 };
-            while ((int64_t) taken.count < c.max && q->msgs.head)
-                qn_eph_list_push (&taken, qn_eph_list_pop (&q->msgs));
-            self->delivered += taken.count;
-            qn_eph_batch_json (self, &self->out, &taken);
-            qn_eph_answer (self, env, 200, self->out.data);
-            goto done;
-        }
-        if (q->msgs.head) {
-            qn_eph_msg_t *m = qn_eph_list_pop (&q->msgs);
-            qn_eph_message_json (&self->out, m);
-            qn_eph_msg_free (self, m);
-            self->delivered++;
-            qn_eph_answer (self, env, 200, self->out.data);
-            goto done;
-        }
-        if (!c.timeout_ms)
-            goto empty;
-        qn_eph_waiter_t *w = s_waiter_new (self, env, QN_EPH_W_RECEIVE);
-        w->max = (uint32_t) c.max;
-        w->linked = true;
-        w->owner = q;
-        w->prev = q->wtail;
-        if (q->wtail)
-            q->wtail->next = w;
-        else
-            q->whead = w;
-        q->wtail = w;
-        q->nwaiters++;
-        w->timer = qn_timer_add (self->kernel, (uint32_t) c.timeout_ms, 0, qn_eph_on_receive_expired, w);
-        waits = w;
-        qn_eph_want (self, q);
-    }
-    else
-    if (OP ("reply")) {
-        int list = qn_json_get (&b.doc, 0, "replies");
-        if (list >= 0) {
-            //  A batch: {"replies": [{replyTo, correlationId, payload}, ...]}
-            if (qn_json_type (&b.doc, list) != QN_JSON_ARRAY || qn_json_size (&b.doc, list) > QN_EPH_MAX_BATCH) {
-                qn_eph_answer_error (self, env, 400, "replies must be an array of at most 1000 replies");
-                goto done;
-            }
-            for (int t = qn_json_first (&b.doc, list); t >= 0; t = qn_json_next_sibling (&b.doc, list, t))
-                if (qn_json_type (&b.doc, t) != QN_JSON_OBJECT) {
-                    qn_eph_answer_error (self, env, 400, "each reply is an object {replyTo, correlationId, payload}");
-                    goto done;
-                }
-            int64_t delivered = 0, forwarded = 0, missing = 0, invalid = 0;
-            for (int t = qn_json_first (&b.doc, list); t >= 0; t = qn_json_next_sibling (&b.doc, list, t)) {
-                int r = s_reply_one (self, &b, t, c.tenant);
-                delivered += r == 0;
-                forwarded += r == 1;
-                missing += r == 404;
-                invalid += r == 400;
-            }
-            qn_jw_t jw;
-            qn_jw_init (&jw, &self->out);
-            qn_jw_obj (&jw);
-            qn_jw_kint (&jw, "delivered", delivered);
-            qn_jw_kint (&jw, "forwarded", forwarded);
-            qn_jw_kint (&jw, "missing", missing);
-            qn_jw_kint (&jw, "invalid", invalid);
-            qn_jw_obj_end (&jw);
-            qn_eph_answer (self, env, 202, self->out.data);
-            goto done;
-        }
-        int r = s_reply_one (self, &b, 0, c.tenant);
-        if (r == 400) {
-            qn_eph_answer_error (self, env, 400, "replyTo (\"<inbox>@<broker>\"), correlationId and payload are required");
-            goto done;
-        }
-        if (r == 404) {
-            qn_eph_answer_error (self, env, 404, "no requester waits on this replyTo and correlationId (timed out?)");
-            goto done;
-        }
-        s_answer_status (self, env, 202, r ? "forwarded" : "delivered");
-    }
-    else
-    if (OP ("subscribe")) {
-        char sub [QN_EPH_MAX_NAME + 1];
-        int64_t ttl = QN_EPH_SUB_TTL_MS;
-        if (s_text (&b, "subscriber", sub, sizeof sub) != 1 || !s_int (&b, "ttl", 0, 86400000, &ttl)) {
-            qn_eph_answer_error (self, env, 400, "subscriber (a non-empty string) is required; ttl is 0..86400000 ms");
-            goto done;
-        }
-        qn_eph_topic_t *t = qn_eph_topic_get (self, c.name.ptr, c.name.len, true);
-        if (!t) {
-            qn_eph_answer_error (self, env, 409, "topic name collides with another; choose another name");
-            goto done;
-        }
-        if (ttl == 0) {
-            qn_eph_sub_t *s = qn_eph_sub_find (t, sub, strlen (sub));
-            if (s)
-                qn_eph_sub_remove (self, t, s);
-        }
-        else
-        if (!qn_eph_sub_put (self, t, QN_EPH_STR (sub), QN_EPH_STR (self->id), ttl)) {
-            qn_eph_answer_error (self, env, 429, "too many subscribers on this topic");
-            goto done;
-        }
-        qn_msg_eph_peer_t op = {
-            .kind = QN_EPH_PRESENCE, .name = QN_EPH_STR (t->name), .a = QN_EPH_STR (sub), .b = QN_EPH_STR (self->id),
-            .n = ttl
-        };
-        qn_eph_peer_send (self, &op);
-        qn_jw_t jw;
-        qn_jw_init (&jw, &self->out);
-        qn_jw_obj (&jw);
-        qn_jw_kstr (&jw, "topic", qn_eph_shown (t->name));
-        qn_jw_kstr (&jw, "subscriber", sub);
-        qn_jw_kint (&jw, "expiresInMs", ttl);
-        qn_jw_obj_end (&jw);
-        qn_eph_answer (self, env, 200, self->out.data);
-    }
-    else
-    if (OP ("subscribers")) {
-        qn_eph_topic_t *t = qn_eph_topic_get (self, c.name.ptr, c.name.len, false);
-        if (t)
-            qn_eph_topic_expire (self, t);
-        int64_t now = qn_now_ms ();
-        qn_jw_t jw;
-        qn_jw_init (&jw, &self->out);
-        qn_jw_obj (&jw);
-        qn_jw_key (&jw, "topic");
-        qn_jw_strn (&jw, shown.ptr, shown.len);
-        qn_jw_key (&jw, "subscribers");
-        qn_jw_arr (&jw);
-        for (size_t i = 0; t && i < t->nsubs; i++) {
-            qn_jw_obj (&jw);
-            qn_jw_kstr (&jw, "subscriber", t->subs [i].name);
-            qn_jw_kstr (&jw, "broker", t->subs [i].broker);
-            qn_jw_kint (&jw, "expiresInMs", t->subs [i].expires_ms - now);
-            qn_jw_obj_end (&jw);
-        }
-        qn_jw_arr_end (&jw);
-        qn_jw_obj_end (&jw);
-        qn_eph_answer (self, env, 200, self->out.data);
-    }
-    else
-    if (OP ("publish")) {
-        if (!payload) {
-            qn_eph_answer_error (self, env, 400, "payload is required");
-            goto done;
-        }
-        qn_eph_topic_t *t = qn_eph_topic_get (self, c.name.ptr, c.name.len, true);
-        if (!t) {
-            qn_eph_answer_error (self, env, 409, "topic name collides with another; choose another name");
-            goto done;
-        }
-        int local = qn_eph_publish_local (self, t, (qn_eph_str_t) { payload, plen });
-        qn_msg_eph_peer_t op = {
-            .kind = QN_EPH_PUBLISH, .name = QN_EPH_STR (t->name), .payload = { payload, plen }
-        };
-        qn_eph_peer_send (self, &op);
-        qn_jw_t jw;
-        qn_jw_init (&jw, &self->out);
-        qn_jw_obj (&jw);
-        qn_jw_kint (&jw, "deliveredHere", local);
-        qn_jw_kint (&jw, "subscribers", (int64_t) t->nsubs);
-        qn_jw_obj_end (&jw);
-        qn_eph_answer (self, env, 201, self->out.data);
-    }
-    else
-    if (OP ("poll")) {
-        qn_eph_topic_t *t = qn_eph_topic_get (self, c.name.ptr, c.name.len, false);
-        if (t)
-            qn_eph_topic_expire (self, t);
-        qn_eph_sub_t *s = t && c.query.len ? qn_eph_sub_find (t, c.query.ptr, c.query.len) : NULL;
-        if (!s || strcmp (s->broker, self->id)) {
-            qn_eph_answer_error (self, env, 404, "subscriber not present on this broker: subscribe first (and renew before its ttl)");
-            goto done;
-        }
-        if (s->waiter) {           //  A newer poll replaces an older one
-            qn_timer_cancel (self->kernel, s->waiter->timer);
-            qn_eph_on_poll_expired (self, s->waiter);
-        }
-        s->waiter = s_waiter_new (self, env, QN_EPH_W_POLL);
-        s->waiter->owner = s;
-        if (s->mailbox.head || !c.timeout_ms) {
-            if (s->mailbox.head)
-                qn_eph_poll_answer (self, s);
-            else {
-                free (s->waiter);
-                s->waiter = NULL;
-                goto empty;
-            }
-            goto done;
-        }
-        s->waiter->timer = qn_timer_add (self->kernel, (uint32_t) c.timeout_ms, 0, qn_eph_on_poll_expired,
-                                         s->waiter);
-        waits = s->waiter;
-    }
-    else
-    if (OP ("stats")) {
-        s_stats_json (self, &self->out);
-        qn_eph_answer (self, env, 200, self->out.data);
-    }
-    else
-        qn_eph_answer_error (self, env, 404, "unknown ephemeral operation");
-    goto done;
-empty:
-    qn_eph_answer (self, env, 204, "");
-done:
-#undef OP
-    qn_json_doc_free (&b.doc);
-    qn_buf_free (&b.scratch);
+    qn_json_doc_free (&k.b.doc);
+    qn_buf_free (&k.b.scratch);
     qn_gauge_set (self->kernel, "ephemeral_bytes", self->bytes);
     return waits;
 }
