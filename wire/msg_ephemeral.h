@@ -39,7 +39,6 @@ typedef struct {
     int64_t timeout_ms, max;
 } qn_msg_eph_call_t;
 
-
 #define QN_EPH_WANT     1
 #define QN_EPH_OFFER    2
 #define QN_EPH_REPLY    3
