@@ -89,9 +89,6 @@ qn_actor_t *qn_jwks_new (qn_kernel_t *kernel, const qn_config_t *config);
 //  The mesh between replicas (MESH_PORT, MESH_SECRET; docs/mesh.md): latency
 //  hints to and from the other brokers of the cell; idle when off.
 qn_actor_t *qn_mesh_new (qn_kernel_t *kernel, const qn_config_t *config);
-//  Ephemeral queues, in memory only (docs/ephemeral.md); across brokers
-//  through the mesh.
-qn_actor_t *qn_ephemeral_new (qn_kernel_t *kernel, const qn_config_t *config);
 
 //  queen-proxy's forwarding actor "proxy" (actors/proxy/proxy.c): the codec
 //  of the HTTP door named `acceptor`; NULL when QUEEN_UPSTREAMS does not

@@ -13,31 +13,6 @@ s_str (msgpack_packer *pk, qn_eph_str_t s)
 }
 
 void
-qn_msg_eph_call_encode (msgpack_sbuffer *out, const qn_msg_eph_call_t *m)
-{
-    msgpack_packer pk;
-    msgpack_packer_init (&pk, out, msgpack_sbuffer_write);
-    msgpack_pack_array (&pk, 7);
-    s_str (&pk, m->op);
-    s_str (&pk, m->name);
-    s_str (&pk, m->body);
-    msgpack_pack_int64 (&pk, m->timeout_ms);
-    s_str (&pk, m->query);
-    msgpack_pack_int64 (&pk, m->max);
-    s_str (&pk, m->tenant);
-}
-
-int
-qn_msg_eph_call_decode (const char *buf, size_t len, qn_msg_eph_call_t *out)
-{
-    memset (out, 0, sizeof *out);
-    return qn_mp_scan (buf, len, "sssisis", &out->op.ptr, &out->op.len, &out->name.ptr,
-                       &out->name.len, &out->body.ptr, &out->body.len, &out->timeout_ms,
-                       &out->query.ptr, &out->query.len, &out->max,
-                       &out->tenant.ptr, &out->tenant.len) ? -1 : 0;
-}
-
-void
 qn_msg_eph_peer_encode (msgpack_sbuffer *out, const qn_msg_eph_peer_t *m)
 {
     msgpack_packer pk;

@@ -1,11 +1,11 @@
 /*  wire/msg_ephemeral.h - the ephemeral queues' messages
-    QN_MSG_EPH_CALL (264)   codec_http -> ephemeral
-        [op, name, body (bin), timeout_ms, query (str), max, tenant]
-        one HTTP route of docs/ephemeral.md (max: a receive's batch size,
-        0 = one message, answered unwrapped; tenant: the caller's tenant,
-        "" = none: names are per tenant); answered with a PG_RESULT-shaped
-        reply (wire/msg_pg.h) of one row [http status, json body], so the
-        codec reads it with its one reply decoder.
+    qn_msg_eph_call_t: one call of the ephemeral table (qn_eph_call,
+        actors/ephemeral/table.h), a plain struct that never travels
+        between actors: op, name, body, timeout_ms, query (a poll's
+        subscriber), max (a receive's batch size, 0 = one message,
+        answered unwrapped), tenant (the caller's, "" = none: names are
+        per tenant). Message number 264 (EPH_CALL, its former encoding for
+        a standalone actor) stays reserved.
     QN_MSG_MESH_EPH (265)   ephemeral table <-> mesh: one or more peer
         operations (below) back to back (a msgpack stream: the operations
         of one loop pass travel as one message), table -> mesh to send them
@@ -38,9 +38,6 @@ typedef struct {
     qn_eph_str_t op, name, body, query, tenant;
     int64_t timeout_ms, max;
 } qn_msg_eph_call_t;
-
-void qn_msg_eph_call_encode (msgpack_sbuffer *out, const qn_msg_eph_call_t *m);
-int qn_msg_eph_call_decode (const char *buf, size_t len, qn_msg_eph_call_t *out);
 
 #define QN_EPH_WANT     1
 #define QN_EPH_OFFER    2

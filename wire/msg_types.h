@@ -41,8 +41,8 @@
     X (QN_MSG_MESH_STALE,    261)  /* event "qconf": drop every cached setting [] */ \
     X (QN_MSG_MESH_STATUS,   262)  /* event "mesh": peers and hint counts [json] */ \
     X (QN_MSG_MESH_MAINT_POLL, 263) /* mesh -> pg_writer: read the maintenance flags now [] */ \
-    X (QN_MSG_EPH_CALL,      264)  /* codec_http -> ephemeral (wire/msg_ephemeral.h) */ \
-    X (QN_MSG_MESH_EPH,      265)  /* ephemeral <-> mesh: one peer operation */ \
+    /* 264 reserved, never reuse: EPH_CALL, the retired standalone ephemeral actor's call */ \
+    X (QN_MSG_MESH_EPH,      265)  /* ephemeral table (codec_http) <-> mesh: peer operations */ \
     X (QN_MSG_MESH_GROUP,    266)  /* event "group": a consumer group deleted or sought [tenant, queue, group, what] */ \
     /* tenancy (240-259): wire/msg_password.h */ \
     X (QN_MSG_PW_WORK,       240)  /* proxy -> proxy_hasher: verify or hash a password [op, password, hash] */ \

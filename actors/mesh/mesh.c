@@ -33,8 +33,8 @@
     rest; QUEEN_PEERS are always connected. With the database down it
     keeps its peers. It also sends HELLO to every peer each heartbeat.
 
-    Receives  QN_MSG_MESH_EPH from the ephemeral actor (sent to every peer
-              as an EPH frame; EPH frames from peers go back to it),
+    Receives  QN_MSG_MESH_EPH from codec_http's ephemeral table (sent to
+              every peer as an EPH frame; EPH frames from peers go back to it),
               bus events "committed" (QN_MSG_COMMITTED), "qconf"
               (QN_MSG_MESH_QCONF from codec_http's configure), "group"
               (QN_MSG_MESH_GROUP from codec_http's group routes),

@@ -1,6 +1,6 @@
 /*  test/unit/test_wire_msg_ephemeral.c - the ephemeral queues' messages
-    (wire/msg_ephemeral.c): call and peer operation round trips,
-    truncations and unknown kinds refused.
+    (wire/msg_ephemeral.c): peer operation round trips, truncations and
+    unknown kinds refused.
 */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -13,31 +13,6 @@
 #include "wire/msg_ephemeral.h"
 
 #define S(lit) ((qn_eph_str_t) { lit, sizeof lit - 1 })
-
-static void
-test_call (void **state)
-{
-    (void) state;
-    msgpack_sbuffer sb;
-    msgpack_sbuffer_init (&sb);
-    qn_msg_eph_call_t in = {
-        .op = S ("send"), .name = S ("jobs"), .body = S ("{\"payload\":1}"), .query = S ("timeout=5"),
-        .tenant = S ("acme"), .timeout_ms = 5000, .max = 32
-    }, out;
-    qn_msg_eph_call_encode (&sb, &in);
-    assert_int_equal (qn_msg_eph_call_decode (sb.data, sb.size, &out), 0);
-    assert_int_equal (out.op.len, 4);
-    assert_memory_equal (out.name.ptr, "jobs", 4);
-    assert_int_equal (out.body.len, 13);
-    assert_int_equal (out.query.len, 9);
-    assert_int_equal (out.timeout_ms, 5000);
-    assert_int_equal (out.max, 32);
-    assert_int_equal (out.tenant.len, 4);
-    assert_memory_equal (out.tenant.ptr, "acme", 4);
-    for (size_t cut = 0; cut < sb.size; cut++)
-        assert_int_equal (qn_msg_eph_call_decode (sb.data, cut, &out), -1);
-    msgpack_sbuffer_destroy (&sb);
-}
 
 static void
 test_peer (void **state)
@@ -115,7 +90,6 @@ int
 main (void)
 {
     const struct CMUnitTest tests [] = {
-        cmocka_unit_test (test_call),
         cmocka_unit_test (test_peer),
         cmocka_unit_test (test_peer_stream),
     };

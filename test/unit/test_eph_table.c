@@ -1,9 +1,13 @@
-/*  test/unit/test_actor_ephemeral.c - the ephemeral actor on the fake
-    kernel (actors/ephemeral/ephemeral.c): queue bounds and both overflow
-    policies, the broker's byte cap, a waiting consumer served first, a
-    requester's timeout on the manual clock and its reply by inbox, a
-    consumer waiting on a peer (WANT) getting the message as an OFFER, and
-    subscriber expiry.
+/*  test/unit/test_eph_table.c - the ephemeral table (actors/ephemeral/)
+    hosted inline, as codec_http hosts it, on the fake kernel: the test is
+    the host (def->answer records every answer, in order, with the call's
+    corr), its timers run on the fake's manual clock, and what it sends the
+    mesh (QN_MSG_MESH_EPH, one message per operation: coalesce off) is
+    recorded by the fake. Queue bounds and both overflow policies, the
+    broker's byte cap, a waiting consumer served first, a requester's
+    timeout and its reply by inbox, batched receives and replies, names per
+    tenant, a consumer waiting on a peer (WANT) getting the message as an
+    OFFER, an offered hand sending no WANT, and subscriber expiry.
 */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -15,12 +19,28 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "actors/actors.h"
+#include "actors/ephemeral/table.h"
 #include "test/support/fake_kernel.h"
 #include "wire/msg_ephemeral.h"
-#include "wire/msg_pg.h"
 
-typedef qn_fake_world_t world_t;
+#define S_MAX_ANSWERS 256
+
+typedef struct {
+    int status;
+    char *json;                 //  Owned, NUL-terminated
+    uint64_t corr;
+} s_answer_t;
+
+//  The host: the table, the fake it runs on, and its answers in order.
+typedef struct {
+    qn_fake_world_t *world;
+    qn_fake_t *fake;
+    qn_eph_t *table;            //  Owned
+    s_answer_t answers [S_MAX_ANSWERS];
+    size_t count;               //  Recorded
+    size_t next;                //  The first not taken by s_answer
+    uint64_t corr;              //  The last call's
+} host_t;
 
 static const char *
 s_no_env (const char *name)
@@ -32,82 +52,128 @@ s_no_env (const char *name)
     return NULL;
 }
 
+//  def->answer: every call is answered exactly once, to its own host.
+static void
+s_on_answer (void *arg, const char *reply_to, uint64_t corr, int status, const char *json, size_t len)
+{
+    host_t *h = arg;
+    assert_string_equal (reply_to, "test");
+    assert_true (h->count < S_MAX_ANSWERS);
+    for (size_t i = 0; i < h->count; i++)
+        assert_true (h->answers [i].corr != corr);
+    s_answer_t *a = &h->answers [h->count++];
+    a->status = status;
+    a->json = qn_strndup (json, len);
+    a->corr = corr;
+}
+
 static int
 s_setup (void **state)
 {
-    world_t *w = qn_fake_world_start (s_no_env, qn_ephemeral_new);
-    if (!w)
+    host_t *h = qn_zalloc (sizeof *h);
+    h->world = qn_fake_world_new (s_no_env);
+    if (!h->world) {
+        free (h);
         return -1;
-    *state = w;
+    }
+    h->fake = h->world->fake;
+    qn_eph_def_t def = { .answer = s_on_answer, .arg = h };
+    h->table = qn_eph_new (qn_fake_kernel (h->fake), &h->world->config, &def);
+    qn_eph_start (h->table);    //  What a host does at START: the 1 s WANT repeat
+    *state = h;
     return 0;
 }
 
 static int
 s_teardown (void **state)
 {
-    qn_fake_world_destroy ((world_t **) state);
+    host_t *h = *state;
+    qn_eph_destroy (&h->table);
+    assert_null (h->table);
+    qn_fake_world_destroy (&h->world);
+    for (size_t i = 0; i < h->count; i++)
+        free (h->answers [i].json);
+    free (h);
     return 0;
 }
 
-static void
-s_call (world_t *w, const char *op, const char *name, const char *body, int64_t timeout,
-        const char *query)
+static bool
+s_answered (host_t *h, uint64_t corr)
 {
-    msgpack_sbuffer sb;
-    msgpack_sbuffer_init (&sb);
+    for (size_t i = 0; i < h->count; i++)
+        if (h->answers [i].corr == corr)
+            return true;
+    return false;
+}
+
+//  A call with a tenant, a receive's max and a subscriber. The table
+//  answers it before returning (and returns NULL), or returns the handle
+//  of its wait.
+static void
+s_call_full (host_t *h, const char *op, const char *name, const char *body, int64_t timeout,
+             const char *query, int64_t max, const char *tenant)
+{
     qn_msg_eph_call_t m = {
         .op = { op, strlen (op) }, .name = { name, strlen (name) }, .body = { body, strlen (body) },
-        .query = { query, strlen (query) }, .timeout_ms = timeout
+        .query = { query, strlen (query) }, .tenant = { tenant, strlen (tenant) },
+        .timeout_ms = timeout, .max = max
     };
-    qn_msg_eph_call_encode (&sb, &m);
-    assert_int_equal (qn_fake_deliver (w->fake, "ephemeral", QN_MSG_EPH_CALL, sb.data, sb.size, NULL, 0), 0);
-    msgpack_sbuffer_destroy (&sb);
+    uint64_t corr = ++h->corr;
+    void *waits = qn_eph_call (h->table, &m, "test", corr);
+    assert_true (s_answered (h, corr) == (waits == NULL));
+}
+
+static void
+s_call (host_t *h, const char *op, const char *name, const char *body, int64_t timeout,
+        const char *query)
+{
+    s_call_full (h, op, name, body, timeout, query, 0, "");
 }
 
 //  A call with a tenant and a receive's max.
 static void
-s_call_ex (world_t *w, const char *op, const char *name, const char *body, int64_t timeout,
+s_call_ex (host_t *h, const char *op, const char *name, const char *body, int64_t timeout,
            int64_t max, const char *tenant)
 {
-    msgpack_sbuffer sb;
-    msgpack_sbuffer_init (&sb);
-    qn_msg_eph_call_t m = {
-        .op = { op, strlen (op) }, .name = { name, strlen (name) }, .body = { body, strlen (body) },
-        .tenant = { tenant, strlen (tenant) }, .timeout_ms = timeout, .max = max
-    };
-    qn_msg_eph_call_encode (&sb, &m);
-    assert_int_equal (qn_fake_deliver (w->fake, "ephemeral", QN_MSG_EPH_CALL, sb.data, sb.size, NULL, 0), 0);
-    msgpack_sbuffer_destroy (&sb);
+    s_call_full (h, op, name, body, timeout, "", max, tenant);
 }
 
 //  The next answer: its status, and its body copied into json.
 static int
-s_answer (world_t *w, char *json, size_t cap)
+s_answer (host_t *h, char *json, size_t cap)
 {
-    int i = qn_fake_next (w->fake, QN_MSG_PG_RESULT);
-    assert_true (i >= 0);
-    const qn_fake_msg_t *m = qn_fake_msg (w->fake, (size_t) i);
-    qn_pg_result_t res;
-    assert_int_equal (qn_pg_result_decode (m->body.data, m->body.len, &res), 0);
-    const msgpack_object *st = qn_pg_result_col (&res, 0, 0), *js = qn_pg_result_col (&res, 0, 1);
-    assert_non_null (st);
-    assert_non_null (js);
-    int status = (int) st->via.i64;
-    snprintf (json, cap, "%.*s", (int) js->via.str.size, js->via.str.ptr);
-    qn_pg_result_free (&res);
-    return status;
+    assert_true (h->next < h->count);
+    const s_answer_t *a = &h->answers [h->next++];
+    snprintf (json, cap, "%s", a->json);
+    return a->status;
+}
+
+//  The call the answer s_answer took last was for.
+static uint64_t
+s_answer_corr (host_t *h)
+{
+    assert_true (h->next > 0);
+    return h->answers [h->next - 1].corr;
 }
 
 static bool
-s_no_answer (world_t *w)
+s_no_answer (host_t *h)
 {
-    return qn_fake_next (w->fake, QN_MSG_PG_RESULT) < 0;
+    return h->next == h->count;
+}
+
+//  Forgets what was recorded so far: the mesh's messages and the answers.
+static void
+s_clear (host_t *h)
+{
+    qn_fake_clear (h->fake);
+    h->next = h->count;
 }
 
 static void
 test_reject_and_drop_oldest (void **state)
 {
-    world_t *w = *state;
+    host_t *w = *state;
     char json [1024];
     s_call (w, "configure", "r", "{\"maxMessages\":2,\"overflow\":\"reject\"}", 0, "");
     assert_int_equal (s_answer (w, json, sizeof json), 200);
@@ -136,7 +202,7 @@ test_reject_and_drop_oldest (void **state)
 static void
 test_byte_cap (void **state)
 {
-    world_t *w = *state;
+    host_t *w = *state;
     char json [4096], body [1024];
     snprintf (body, sizeof body, "{\"payload\":\"%0600d\"}", 0);
     int statuses [4];
@@ -155,12 +221,12 @@ test_byte_cap (void **state)
 static void
 test_waiting_consumer_first (void **state)
 {
-    world_t *w = *state;
+    host_t *w = *state;
     char json [1024];
     s_call (w, "receive", "jobs", "", 5000, "");
     assert_true (s_no_answer (w));
     //  It tells the peers (WANT) that one consumer waits here, at the end
-    //  of this pass of the actor's loop (a 0 ms timer).
+    //  of this pass of the host's loop (a 0 ms timer).
     assert_true (qn_fake_next (w->fake, QN_MSG_MESH_EPH) < 0);
     qn_fake_advance (w->fake, 0);
     assert_true (qn_fake_next (w->fake, QN_MSG_MESH_EPH) >= 0);
@@ -180,12 +246,14 @@ test_waiting_consumer_first (void **state)
 static void
 test_request_timeout_and_reply (void **state)
 {
-    world_t *w = *state;
+    host_t *w = *state;
     char json [1024];
     s_call (w, "request", "rpc", "{\"payload\":\"q\",\"timeout\":500}", 0, "");
+    uint64_t first = w->corr;
     assert_true (s_no_answer (w));
     qn_fake_advance (w->fake, 501);
     assert_int_equal (s_answer (w, json, sizeof json), 504);
+    assert_int_equal (s_answer_corr (w), first);
     //  The request waits in the buffer; a replier takes it and answers.
     s_call (w, "request", "rpc", "{\"payload\":\"q2\",\"timeout\":5000,\"correlationId\":\"k\"}", 0, "");
     s_call (w, "receive", "rpc", "", 0, "");
@@ -199,7 +267,7 @@ test_request_timeout_and_reply (void **state)
     assert_string_equal (json, "{\"correlationId\":\"k\",\"payload\":[1]}");
     assert_int_equal (s_answer (w, json, sizeof json), 202);
     //  A reply for another broker's inbox goes to the mesh.
-    qn_fake_clear (w->fake);
+    s_clear (w);
     s_call (w, "reply", "", "{\"replyTo\":\"9@10.0.0.2:7000\",\"correlationId\":\"k\",\"payload\":1}", 0, "");
     assert_int_equal (s_answer (w, json, sizeof json), 202);
     assert_string_equal (json, "{\"status\":\"forwarded\"}");
@@ -215,7 +283,7 @@ test_request_timeout_and_reply (void **state)
 static void
 test_batch_receive_and_reply (void **state)
 {
-    world_t *w = *state;
+    host_t *w = *state;
     char json [2048];
     //  Buffered messages: a receive with max takes up to max of them.
     for (int i = 1; i <= 3; i++) {
@@ -259,7 +327,9 @@ test_batch_receive_and_reply (void **state)
     s_call_ex (w, "receive", "b", "", 0, 10, "");
     assert_int_equal (s_answer (w, json, sizeof json), 200);
     s_call (w, "request", "b", "{\"payload\":\"x\",\"correlationId\":\"k1\"}", 0, "");
+    uint64_t k1 = w->corr;
     s_call (w, "request", "b", "{\"payload\":\"y\",\"correlationId\":\"k2\"}", 0, "");
+    uint64_t k2 = w->corr;
     assert_true (s_no_answer (w));
     s_call (w, "reply", "",
             "{\"replies\":[{\"replyTo\":\"2@127.0.0.1:7000\",\"correlationId\":\"k2\",\"payload\":2},"
@@ -268,8 +338,10 @@ test_batch_receive_and_reply (void **state)
             "{\"replyTo\":\"nowhere\",\"correlationId\":\"k9\",\"payload\":9}]}", 0, "");
     assert_int_equal (s_answer (w, json, sizeof json), 200);
     assert_string_equal (json, "{\"correlationId\":\"k2\",\"payload\":2}");
+    assert_int_equal (s_answer_corr (w), k2);
     assert_int_equal (s_answer (w, json, sizeof json), 200);
     assert_string_equal (json, "{\"correlationId\":\"k1\",\"payload\":1}");
+    assert_int_equal (s_answer_corr (w), k1);
     assert_int_equal (s_answer (w, json, sizeof json), 202);
     assert_string_equal (json, "{\"delivered\":2,\"forwarded\":0,\"missing\":1,\"invalid\":1}");
     s_call (w, "reply", "", "{\"replies\":{}}", 0, "");
@@ -281,7 +353,7 @@ test_batch_receive_and_reply (void **state)
 static void
 test_names_per_tenant (void **state)
 {
-    world_t *w = *state;
+    host_t *w = *state;
     char json [1024];
     //  Tenant ta's "jobs" is not tb's, nor the default tenant's.
     s_call_ex (w, "send", "jobs", "{\"payload\":\"a\"}", 0, 0, "ta");
@@ -298,7 +370,7 @@ test_names_per_tenant (void **state)
     assert_int_equal (s_answer (w, json, sizeof json), 200);
     assert_non_null (strstr (json, "\"payload\":\"a\""));
     //  What travels to the peers names the tenant: a WANT for ta's "q".
-    qn_fake_clear (w->fake);
+    s_clear (w);
     s_call_ex (w, "receive", "q", "", 5000, 0, "ta");
     qn_fake_advance (w->fake, 0);
     int i = qn_fake_next (w->fake, QN_MSG_MESH_EPH);
@@ -326,7 +398,7 @@ test_names_per_tenant (void **state)
 static void
 test_offer_to_a_peer (void **state)
 {
-    world_t *w = *state;
+    host_t *w = *state;
     char json [1024];
     msgpack_sbuffer sb;
     msgpack_sbuffer_init (&sb);
@@ -334,8 +406,8 @@ test_offer_to_a_peer (void **state)
         .kind = QN_EPH_WANT, .name = { "q", 1 }, .b = { "10.0.0.2:7000", 13 }, .n = 1
     };
     qn_msg_eph_peer_encode (&sb, &want);
-    assert_int_equal (qn_fake_deliver (w->fake, "ephemeral", QN_MSG_MESH_EPH, sb.data, sb.size, NULL, 0), 0);
-    qn_fake_clear (w->fake);
+    assert_int_equal (qn_eph_peer (w->table, sb.data, sb.size), 0);
+    s_clear (w);
     s_call (w, "send", "q", "{\"payload\":7}", 0, "");
     assert_int_equal (s_answer (w, json, sizeof json), 201);
     assert_string_equal (json, "{\"status\":\"forwarded\"}");
@@ -357,7 +429,7 @@ test_offer_to_a_peer (void **state)
 static void
 test_presence_expiry (void **state)
 {
-    world_t *w = *state;
+    host_t *w = *state;
     char json [1024];
     s_call (w, "subscribe", "t", "{\"subscriber\":\"s1\",\"ttl\":1000}", 0, "");
     assert_int_equal (s_answer (w, json, sizeof json), 200);
@@ -384,7 +456,7 @@ test_presence_expiry (void **state)
 static void
 test_offered_hand_sends_no_want (void **state)
 {
-    world_t *w = *state;
+    host_t *w = *state;
     char json [1024];
     s_call (w, "receive", "o", "", 5000, "");
     qn_fake_advance (w->fake, 0);
@@ -396,7 +468,7 @@ test_offered_hand_sends_no_want (void **state)
         .kind = QN_EPH_OFFER, .to = { "127.0.0.1:7000", 14 }, .name = { "o", 1 }, .payload = { "5", 1 }
     };
     qn_msg_eph_peer_encode (&sb, &offer);
-    assert_int_equal (qn_fake_deliver (w->fake, "ephemeral", QN_MSG_MESH_EPH, sb.data, sb.size, NULL, 0), 0);
+    assert_int_equal (qn_eph_peer (w->table, sb.data, sb.size), 0);
     assert_int_equal (s_answer (w, json, sizeof json), 200);
     assert_non_null (strstr (json, "\"payload\":5"));
     qn_fake_advance (w->fake, 0);
