@@ -162,6 +162,17 @@ s_no_answer (host_t *h)
     return h->next == h->count;
 }
 
+//  Decodes the next MESH_EPH message the table sent into *op (fails the
+//  test when there is none or it does not decode).
+static void
+s_sent_op (host_t *h, qn_msg_eph_peer_t *op)
+{
+    int i = qn_fake_next (h->fake, QN_MSG_MESH_EPH);
+    assert_true (i >= 0);
+    const qn_fake_msg_t *m = qn_fake_msg (h->fake, (size_t) i);
+    assert_int_equal (qn_msg_eph_peer_decode (m->body.data, m->body.len, op), 0);
+}
+
 //  Forgets what was recorded so far: the mesh's messages and the answers.
 static void
 s_clear (host_t *h)
@@ -271,11 +282,8 @@ test_request_timeout_and_reply (void **state)
     s_call (w, "reply", "", "{\"replyTo\":\"9@10.0.0.2:7000\",\"correlationId\":\"k\",\"payload\":1}", 0, "");
     assert_int_equal (s_answer (w, json, sizeof json), 202);
     assert_string_equal (json, "{\"status\":\"forwarded\"}");
-    int i = qn_fake_next (w->fake, QN_MSG_MESH_EPH);
-    assert_true (i >= 0);
     qn_msg_eph_peer_t op;
-    const qn_fake_msg_t *m = qn_fake_msg (w->fake, (size_t) i);
-    assert_int_equal (qn_msg_eph_peer_decode (m->body.data, m->body.len, &op), 0);
+    s_sent_op (w, &op);
     assert_int_equal (op.kind, QN_EPH_REPLY);
     assert_int_equal (op.to.len, 13);
 }
@@ -373,11 +381,8 @@ test_names_per_tenant (void **state)
     s_clear (w);
     s_call_ex (w, "receive", "q", "", 5000, 0, "ta");
     qn_fake_advance (w->fake, 0);
-    int i = qn_fake_next (w->fake, QN_MSG_MESH_EPH);
-    assert_true (i >= 0);
     qn_msg_eph_peer_t op;
-    const qn_fake_msg_t *m = qn_fake_msg (w->fake, (size_t) i);
-    assert_int_equal (qn_msg_eph_peer_decode (m->body.data, m->body.len, &op), 0);
+    s_sent_op (w, &op);
     assert_int_equal (op.kind, QN_EPH_WANT);
     assert_int_equal (op.name.len, 5);
     assert_memory_equal (op.name.ptr, "\x1fta\x1fq", 5);
@@ -411,11 +416,8 @@ test_offer_to_a_peer (void **state)
     s_call (w, "send", "q", "{\"payload\":7}", 0, "");
     assert_int_equal (s_answer (w, json, sizeof json), 201);
     assert_string_equal (json, "{\"status\":\"forwarded\"}");
-    int i = qn_fake_next (w->fake, QN_MSG_MESH_EPH);
-    assert_true (i >= 0);
     qn_msg_eph_peer_t op;
-    const qn_fake_msg_t *m = qn_fake_msg (w->fake, (size_t) i);
-    assert_int_equal (qn_msg_eph_peer_decode (m->body.data, m->body.len, &op), 0);
+    s_sent_op (w, &op);
     assert_int_equal (op.kind, QN_EPH_OFFER);
     assert_memory_equal (op.to.ptr, "10.0.0.2:7000", 13);
     assert_memory_equal (op.payload.ptr, "7", 1);
@@ -476,11 +478,8 @@ test_offered_hand_sends_no_want (void **state)
     //  The consumer comes back: WANT 1 again.
     s_call (w, "receive", "o", "", 5000, "");
     qn_fake_advance (w->fake, 0);
-    int i = qn_fake_next (w->fake, QN_MSG_MESH_EPH);
-    assert_true (i >= 0);
     qn_msg_eph_peer_t op;
-    const qn_fake_msg_t *m = qn_fake_msg (w->fake, (size_t) i);
-    assert_int_equal (qn_msg_eph_peer_decode (m->body.data, m->body.len, &op), 0);
+    s_sent_op (w, &op);
     assert_int_equal (op.kind, QN_EPH_WANT);
     assert_int_equal (op.n, 1);
     //  A local send to it is a change the peers cannot count: WANT 0.
@@ -488,10 +487,7 @@ test_offered_hand_sends_no_want (void **state)
     assert_int_equal (s_answer (w, json, sizeof json), 200);
     assert_int_equal (s_answer (w, json, sizeof json), 201);
     qn_fake_advance (w->fake, 0);
-    i = qn_fake_next (w->fake, QN_MSG_MESH_EPH);
-    assert_true (i >= 0);
-    m = qn_fake_msg (w->fake, (size_t) i);
-    assert_int_equal (qn_msg_eph_peer_decode (m->body.data, m->body.len, &op), 0);
+    s_sent_op (w, &op);
     assert_int_equal (op.kind, QN_EPH_WANT);
     assert_int_equal (op.n, 0);
     msgpack_sbuffer_destroy (&sb);
