@@ -304,15 +304,7 @@ s_op_receive (qn_eph_t *self, s_call_t *k)
         return s_empty (self, env);
     qn_eph_waiter_t *w = s_waiter_new (self, env, QN_EPH_W_RECEIVE);
     w->max = (uint32_t) c.max;
-    w->linked = true;
-    w->owner = q;
-    w->prev = q->wtail;
-    if (q->wtail)
-        q->wtail->next = w;
-    else
-        q->whead = w;
-    q->wtail = w;
-    q->nwaiters++;
+    qn_eph_waiter_link (q, w);
     w->timer = qn_timer_add (self->kernel, (uint32_t) c.timeout_ms, 0, qn_eph_on_receive_expired, w);
     qn_eph_want (self, q);
     return w;

@@ -27,6 +27,22 @@ qn_eph_queue_get (qn_eph_t *self, const char *name, size_t len, bool create)
     return q;
 }
 
+//  Appends a waiting consumer to q's waiters (the counterpart of unlink).
+void
+qn_eph_waiter_link (qn_eph_queue_t *q, qn_eph_waiter_t *w)
+{
+    w->linked = true;
+    w->owner = q;
+    w->next = NULL;
+    w->prev = q->wtail;
+    if (q->wtail)
+        q->wtail->next = w;
+    else
+        q->whead = w;
+    q->wtail = w;
+    q->nwaiters++;
+}
+
 void
 qn_eph_waiter_unlink (qn_eph_queue_t *q, qn_eph_waiter_t *w)
 {

@@ -195,6 +195,7 @@ void qn_eph_peer_send (qn_eph_t *self, const qn_msg_eph_peer_t *op);
 
 // ------------------------------------------------------------------ queues.c
 qn_eph_queue_t *qn_eph_queue_get (qn_eph_t *self, const char *name, size_t len, bool create);
+void qn_eph_waiter_link (qn_eph_queue_t *q, qn_eph_waiter_t *w);
 void qn_eph_waiter_unlink (qn_eph_queue_t *q, qn_eph_waiter_t *w);
 void qn_eph_arm_flush (qn_eph_t *self);
 //  Tells the peers, at the next flush, what q's consumers here can take.
