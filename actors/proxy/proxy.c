@@ -10,7 +10,12 @@
     Upstreams: a keep-alive pool of non-blocking connections per broker,
     driven by the actor's own event loop (fd watches): a long-poll waiting
     at a broker holds a socket, never a thread. Each broker is probed with
-    GET /health every second; requests go round-robin to healthy brokers.
+    GET /health every second. A broker that answers 200 is healthy; one
+    that answers 503 (its database is away) is degraded but still takes
+    requests: it spools pushes to disk and answers the rest with its own
+    error. One that does not answer (connect, write or probe timeout) is
+    down. Requests go round-robin to healthy brokers, else to degraded
+    ones, never to a down one.
     A request whose connection fails before its response began is retried
     on another broker when that cannot duplicate work: the connection
     could not be made or written, or the request is a GET (pops:
@@ -80,7 +85,8 @@ typedef struct {
     char port [8];
     struct sockaddr_storage addr;
     socklen_t addr_len;
-    bool healthy;
+    bool reachable;             //  Answered its last probe (any status)
+    bool healthy;               //  ... with 200: its database answers
     s_uconn_t *idle;            //  Pooled keep-alive connections
     s_uconn_t *probe;           //  The health probe in flight, or NULL
     int64_t probe_started_ms;
@@ -511,14 +517,17 @@ s_idle_remove (self_t *self, s_uconn_t *uc)
     uc->next = NULL;
 }
 
+//  healthy implies reachable.
 static void
-s_mark (self_t *self, int up, bool healthy)
+s_mark (self_t *self, int up, bool reachable, bool healthy)
 {
     s_upstream_t *u = &self->ups [up];
-    if (u->healthy != healthy)
-        qn_info ("upstream %s: url=%s", healthy ? "healthy" : "down", u->url);
+    healthy = healthy && reachable;
+    if (u->healthy != healthy || u->reachable != reachable)
+        qn_info ("upstream %s: url=%s", healthy ? "healthy" : reachable ? "degraded" : "down", u->url);
+    u->reachable = reachable;
     u->healthy = healthy;
-    if (!healthy)
+    if (!reachable)
         while (u->idle) {
             s_uconn_t *uc = u->idle;
             u->idle = uc->next;
@@ -532,7 +541,7 @@ s_uconn_failed (self_t *self, s_uconn_t *uc)
 {
     if (uc->probe) {
         self->ups [uc->up].probe = NULL;
-        s_mark (self, uc->up, false);
+        s_mark (self, uc->up, false, false);
         s_uconn_close (self, uc);
         return;
     }
@@ -545,7 +554,7 @@ s_uconn_failed (self_t *self, s_uconn_t *uc)
     bool unsent = uc->state == S_CONNECTING || (uc->state == S_WRITING && uc->out_off == 0);
     bool retry = !uc->got_bytes && (unsent || !strcmp (req->method, "GET") || uc->reused);
     if (!uc->reused)
-        s_mark (self, uc->up, false);
+        s_mark (self, uc->up, false, false);
     s_uconn_close (self, uc);
     req->uc = NULL;
     qn_count (self->kernel, "proxy_upstream_failures", 1);
@@ -565,7 +574,7 @@ s_uconn_done (self_t *self, s_uconn_t *uc)
 {
     if (uc->probe) {
         self->ups [uc->up].probe = NULL;
-        s_mark (self, uc->up, uc->status == 200);
+        s_mark (self, uc->up, true, uc->status == 200);
         s_uconn_close (self, uc);
         return;
     }
@@ -589,7 +598,7 @@ s_uconn_done (self_t *self, s_uconn_t *uc)
     req->uc = NULL;
     s_req_free (self, req);
     uc->req = NULL;
-    if (!keep || !self->ups [uc->up].healthy) {
+    if (!keep || !self->ups [uc->up].reachable) {
         s_uconn_close (self, uc);
         return;
     }
@@ -702,13 +711,15 @@ s_on_fd (void *self_, int fd, uint32_t events)
 static int
 s_pick (self_t *self)
 {
-    for (int i = 0; i < self->up_count; i++) {
-        int up = (self->rr + i) % self->up_count;
-        if (self->ups [up].healthy) {
-            self->rr = up + 1;
-            return up;
+    for (int pass = 0; pass < 2; pass++)
+        for (int i = 0; i < self->up_count; i++) {
+            int up = (self->rr + i) % self->up_count;
+            s_upstream_t *u = &self->ups [up];
+            if (pass == 0 ? u->healthy : u->reachable) {
+                self->rr = up + 1;
+                return up;
+            }
         }
-    }
     return -1;
 }
 
@@ -731,7 +742,7 @@ s_forward (self_t *self, s_req_t *req)
     else {
         uc = s_uconn_open (self, up);
         if (!uc) {
-            s_mark (self, up, false);
+            s_mark (self, up, false, false);
             if (req->attempts <= self->up_count)
                 s_forward (self, req);
             else
@@ -1271,9 +1282,11 @@ static void
 s_local (self_t *self, s_req_t *req, const qn_pr_route_t *route, const qn_url_t *url)
 {
     if (!strcmp (route->pattern, "/health")) {
-        int healthy = 0;
-        for (int i = 0; i < self->up_count; i++)
+        int healthy = 0, reachable = 0;
+        for (int i = 0; i < self->up_count; i++) {
             healthy += self->ups [i].healthy;
+            reachable += self->ups [i].reachable;
+        }
         qn_buf_t b = QN_BUF_INIT;
         qn_jw_t w;
         qn_jw_init (&w, &b);
@@ -1281,6 +1294,7 @@ s_local (self_t *self, s_req_t *req, const qn_pr_route_t *route, const qn_url_t 
         qn_jw_kstr (&w, "status", healthy ? "healthy" : "degraded");
         qn_jw_kint (&w, "upstreams", self->up_count);
         qn_jw_kint (&w, "healthyUpstreams", healthy);
+        qn_jw_kint (&w, "reachableUpstreams", reachable);
         qn_jw_obj_end (&w);
         s_respond_json (self, req->conn_id, req->seq, req->keep_alive, healthy ? 200 : 503,
                         b.data, b.len, NULL);
@@ -2264,7 +2278,7 @@ s_probe (self_t *self, int up)
     s_upstream_t *u = &self->ups [up];
     s_uconn_t *uc = s_uconn_open (self, up);
     if (!uc) {
-        s_mark (self, up, false);
+        s_mark (self, up, false, false);
         return;
     }
     uc->probe = true;
@@ -2286,7 +2300,7 @@ s_on_tick (void *self_, void *arg)
             s_uconn_t *uc = u->probe;
             u->probe = NULL;
             s_uconn_close (self, uc);
-            s_mark (self, i, false);
+            s_mark (self, i, false, false);
         }
         //  Pooled connections idle too long are closed before the broker does.
         s_uconn_t **pp = &u->idle;
@@ -2346,7 +2360,7 @@ s_parse_upstreams (self_t *self, const char *list)
             memcpy (&u->addr, ai->ai_addr, ai->ai_addrlen);
             u->addr_len = ai->ai_addrlen;
             freeaddrinfo (ai);
-            u->healthy = true;          //  Until a probe says otherwise
+            u->reachable = u->healthy = true;   //  Until a probe says otherwise
             self->up_count++;
         }
         p = comma ? comma + 1 : NULL;

@@ -10,8 +10,10 @@
 //  same queue, partitions and group, producing and consuming concurrently,
 //  per-tenant ledgers: 0 cross-tenant, 0 lost, 0 duplicated; lists and
 //  counts per tenant); pipelined clients of different tenants on raw
-//  sockets each get only their own answers, in order; a broker killed
-//  behind the proxy: requests and parked long-polls go to the other.
+//  sockets each get only their own answers, in order; a broker whose
+//  database is away (a stand-in answering /health 503) is used only when
+//  no broker is healthy; a broker killed behind the proxy: requests and
+//  parked long-polls go to the other.
 
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
@@ -394,6 +396,90 @@ test('metering survives a proxy restart (flushed at shutdown)', async () => {
     assert.equal(afterRestart.messagesOut, 4);
     assert.equal(afterRestart.bytesIn, before.bytesIn);
     assert.ok(afterRestart.requests >= before.requests + 1, JSON.stringify({ before, afterRestart }));
+});
+
+//  A stand-in for a broker whose database is away: /health answers 503 as
+//  a broker's does then, a push 201 "buffered" as its spool does. Counts
+//  what reaches it.
+async function degradedBroker () {
+    const seen = { health: 0, pushes: 0 };
+    const server = (await import('node:http')).createServer((req, res) => {
+        req.resume();
+        req.on('end', () => {
+            const json = (status, body) => {
+                res.writeHead(status, { 'Content-Type': 'application/json' });
+                res.end(JSON.stringify(body));
+            };
+            if (req.url === '/health') {
+                seen.health++;
+                return json(503, { status: 'unhealthy', database: 'disconnected' });
+            }
+            if (req.method === 'POST' && req.url === '/api/v1/push') {
+                seen.pushes++;
+                return json(201, [{ status: 'buffered' }]);
+            }
+            json(404, { error: 'Not found' });
+        });
+    });
+    await new Promise((resolve) => server.listen(0, '127.0.0.1', resolve));
+    let open = true;
+    const close = () => {
+        if (open)
+            server.close();
+        server.closeAllConnections();
+        open = false;
+    };
+    return { seen, url: `http://127.0.0.1:${server.address().port}`, close };
+}
+
+test('a broker whose database is away is degraded: used only when no broker is healthy', async () => {
+    const k = admin.t06;
+    const fake = await degradedBroker();
+    const push = (at) => http(`${at}/api/v1/push`, { method: 'POST', body: { items: [{ queue: 'dg', payload: 1 }] }, headers: key(k) });
+    const only = await startBroker({
+        bin: PROXY_BIN, db: a.db, expectHealthy: false,
+        env: { TENANT_ASSERTION_SECRET: SECRET, QUEEN_UPSTREAMS: fake.url },
+    });
+    const mixed = await startBroker({
+        bin: PROXY_BIN, db: a.db, expectHealthy: false,
+        env: { TENANT_ASSERTION_SECRET: SECRET, QUEEN_UPSTREAMS: `${fake.url},${b.url}` },
+    });
+    try {
+        //  Alone, it is reachable but not healthy, and pushes still reach it
+        //  (a broker spools them to disk) instead of a 503 from the proxy.
+        await waitFor(async () => (await http(`${only.url}/health`)).body?.reachableUpstreams === 1
+            && fake.seen.health > 0, 5000);
+        let res = await http(`${only.url}/health`);
+        assert.equal(res.status, 503);
+        assert.deepEqual([res.body.status, res.body.healthyUpstreams, res.body.reachableUpstreams], ['degraded', 0, 1]);
+        await waitFor(async () => (await http(`${only.url}/proxy/v1/whoami`, { headers: key(k) })).status === 200, 5000);
+        res = await push(only.url);
+        assert.equal(res.status, 201, res.raw);
+        assert.equal(res.body[0].status, 'buffered');
+        assert.equal(fake.seen.pushes, 1);
+        //  Beside a healthy broker it gets nothing.
+        await waitFor(async () => {
+            const h = (await http(`${mixed.url}/health`)).body;
+            return h?.healthyUpstreams === 1 && h?.reachableUpstreams === 2;
+        }, 5000);
+        await waitFor(async () => (await http(`${mixed.url}/proxy/v1/whoami`, { headers: key(k) })).status === 200, 5000);
+        for (let i = 0; i < 6; i++) {
+            res = await push(mixed.url);
+            assert.equal(res.status, 201, res.raw);
+            assert.equal(res.body[0].status, 'queued');
+        }
+        assert.equal(fake.seen.pushes, 1, 'no push went to the degraded broker');
+        //  Gone altogether: down, and the proxy answers 503 itself.
+        fake.close();
+        await waitFor(async () => (await http(`${only.url}/health`)).body?.reachableUpstreams === 0, 5000);
+        res = await push(only.url);
+        assert.equal(res.status, 503, res.raw);
+        assert.equal(res.body.error, 'No upstream available');
+    } finally {
+        fake.close();
+        assert.equal(await only.stop(), 0, only.logs().slice(-3000));
+        assert.equal(await mixed.stop(), 0, mixed.logs().slice(-3000));
+    }
 });
 
 test('a broker killed behind the proxy: requests and parked long-polls go to the other', async () => {
