@@ -19,6 +19,7 @@ import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import crypto from 'node:crypto';
 import net from 'node:net';
+import { createServer } from 'node:http';
 import path from 'node:path';
 import { spawnSync } from 'node:child_process';
 import { ROOT, PG_HOST, PG_PORT, http, startBroker, waitFor, sleep } from './lib.mjs';
@@ -403,7 +404,7 @@ test('metering survives a proxy restart (flushed at shutdown)', async () => {
 //  what reaches it.
 async function degradedBroker () {
     const seen = { health: 0, pushes: 0 };
-    const server = (await import('node:http')).createServer((req, res) => {
+    const server = createServer((req, res) => {
         req.resume();
         req.on('end', () => {
             const json = (status, body) => {
