@@ -12,6 +12,7 @@ LDLIBS   := -lpq -lzmq -lmsgpackc -lsodium -lssl -lcrypto -lcurl -lm -pthread \
             -lz -lsnappy -llz4 -lzstd
 
 BUILD    ?= build
+NPROC    := $(shell nproc 2>/dev/null || echo 2)
 ASAN_FLAGS := -O1 -fno-omit-frame-pointer -fsanitize=address,undefined -fno-sanitize-recover=undefined
 
 BASE_SRC   := $(sort $(wildcard base/*.c))
@@ -45,7 +46,20 @@ CMD_BINS   += $(BUILD)/libqueen-client.a $(BUILD)/libqueen-client.so $(CLIENT_TE
               $(BUILD)/test-client/test_libqueen_so \
               $(if $(wildcard cmd/queenctl/main.c),$(BUILD)/queenctl)
 
-.PHONY: all deps run test unit integration integration-asan asan check-asan bench clean help fuzz compose-test
+# A build needs what `make deps` installs. Say so in one line instead of a
+# make error deep in the tree. `run`, `test`, `bench`, `fuzz` and
+# `compose-test` install first, then build in a make of their own, which
+# reads the directories only after the install (the first `make run` on a
+# fresh machine).
+NEEDS_DEPS := $(if $(wildcard $(LLHTTP)/llhttp.c),,node-llhttp) \
+              $(if $(wildcard /usr/include/zmq.h),,libzmq3-dev) \
+              $(if $(wildcard dashboard/node_modules/uplot/dist/uPlot.iife.min.js),,uplot)
+BUILD_GOALS := $(filter-out deps deps-test run test test-unit compose-test bench fuzz clean help,$(or $(MAKECMDGOALS),all))
+ifneq ($(and $(strip $(NEEDS_DEPS)),$(BUILD_GOALS)),)
+$(error missing $(strip $(NEEDS_DEPS)): run `make deps` first (or `make run`, which installs what is missing))
+endif
+
+.PHONY: all deps deps-test run test test-unit integration-lanes unit integration integration-asan asan check-asan bench clean help fuzz compose-test
 .DEFAULT_GOAL := all
 .SECONDARY:
 
@@ -53,6 +67,7 @@ all: $(CMD_BINS) $(BUILD)/test/sink-files $(BUILD)/test/s3-tool
 
 help:
 	@echo "make           build build/queen"
+	@echo "make deps      install what building and running needs (make deps-test: what the tests need too)"
 	@echo "make run       install what is missing, build, start the broker on :6632"
 	@echo "make test      install, build, run unit + integration tests (also under ASan/UBSan)"
 	@echo "make bench     benchmarks (see docs/benchmarks.md)"
@@ -60,7 +75,10 @@ help:
 
 # ---------------------------------------------------------------- deps
 deps:
-	@sh scripts/deps.sh
+	@sh scripts/deps.sh build
+
+deps-test:
+	@sh scripts/deps.sh test
 
 # ---------------------------------------------------------------- build
 $(BUILD)/obj/%.o: %.c
@@ -80,7 +98,7 @@ $(BUILD)/obj/schema_sql.o: $(BUILD)/schema_sql.c
 	$(CC) $(CFLAGS_COMMON) $(CFLAGS) -c $< -o $@
 
 # The dashboard (dashboard/ plus uPlot from node_modules), embedded like the schema
-$(BUILD)/dashboard_files.c: $(DASHBOARD) scripts/embed-dashboard.sh package-lock.json
+$(BUILD)/dashboard_files.c: $(DASHBOARD) scripts/embed-dashboard.sh dashboard/package-lock.json
 	@mkdir -p $(dir $@)
 	sh scripts/embed-dashboard.sh $@ $(DASHBOARD)
 
@@ -165,7 +183,9 @@ $(FAKE_UNIT_BIN): $(BUILD)/test/%: $(BUILD)/obj/test/unit/%.o $(BUILD)/obj/test/
 -include $(shell find $(BUILD)/obj $(BUILD)/pic -name '*.d' 2>/dev/null)
 
 # ---------------------------------------------------------------- run
-run: deps all
+run:
+	@sh scripts/deps.sh build
+	@$(MAKE) --no-print-directory -j$(NPROC) $(BUILD)/queen
 	@sh scripts/run.sh
 
 # ---------------------------------------------------------------- tests
@@ -173,7 +193,7 @@ unit: $(UNIT_BIN)
 	@sh scripts/run-unit.sh $(UNIT_BIN)
 
 asan:
-	@$(MAKE) --no-print-directory BUILD=build-asan CFLAGS="$(ASAN_FLAGS)" all $(UNIT_SRC:test/unit/%.c=build-asan/test/%)
+	@$(MAKE) --no-print-directory -j$(NPROC) BUILD=build-asan CFLAGS="$(ASAN_FLAGS)" all $(UNIT_SRC:test/unit/%.c=build-asan/test/%)
 
 check-asan: asan
 	@ASAN_OPTIONS=detect_leaks=1:abort_on_error=0 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
@@ -182,25 +202,55 @@ check-asan: asan
 integration: all
 	@sh test/integration/run.sh $(BUILD)
 
-# Unit tests in the normal and the sanitizer build; integration tests drive
-# the sanitizer build of the broker (memory errors and leaks in real flows
-# fail the run: a broker that leaks exits non-zero under LeakSanitizer).
-test: deps
-	@$(MAKE) --no-print-directory all unit
-	@$(MAKE) --no-print-directory check-asan
-	@$(MAKE) --no-print-directory fuzz FUZZ_SECONDS=$${FUZZ_SECONDS:-20}
-	@$(MAKE) --no-print-directory integration-asan
+# `make test`: install, then stages, each timed (scripts/stage.sh), ending
+# with a table of the stages and the runner's counts over all of them:
+#   unit         build everything, unit tests (also `make test-unit`, which
+#                the fresh-root check of `make compose-test` runs)
+#   asan         the sanitizer build, unit tests under ASan/UBSan
+#   fuzz         every libFuzzer harness for FUZZ_SECONDS, two at a time
+#   integration  SQL tests and test/integration/*.test.mjs in IT_LANES
+#                parallel lanes, each on a PostgreSQL of its own; the files
+#                of IT_ASAN drive the sanitizer build of the broker (memory
+#                errors and leaks in real flows fail the run: a broker that
+#                leaks exits non-zero under LeakSanitizer), the others the
+#                normal build.
+IT_LANES ?= 3
+IT_ASAN  := broker push pop ack ack_merge transaction txn_riders badinput sqs_sdk \
+            sqs_badinput kafka kafka_groups spool proxy mesh ephemeral kv timers streams
+IT_ASAN_FILES := $(IT_ASAN:%=test/integration/%.test.mjs)
+SAN_ENV  := ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
 
+test:
+	@sh scripts/deps.sh test
+	@sh scripts/stage.sh --reset
+	@sh scripts/stage.sh unit $(MAKE) --no-print-directory test-unit
+	@sh scripts/stage.sh asan $(MAKE) --no-print-directory check-asan
+	@sh scripts/stage.sh fuzz $(MAKE) --no-print-directory fuzz FUZZ_SECONDS=$${FUZZ_SECONDS:-10}
+	@sh scripts/stage.sh integration $(MAKE) --no-print-directory integration-lanes
+	@sh scripts/stage.sh --summary
+
+test-unit:
+	@sh scripts/deps.sh test
+	@$(MAKE) --no-print-directory -j$(NPROC) all $(UNIT_BIN)
+	@sh scripts/run-unit.sh $(UNIT_BIN)
+
+integration-lanes:
+	@$(SAN_ENV) sh test/integration/lanes.sh $(BUILD) build-asan $(IT_LANES) $(IT_ASAN_FILES)
+
+# Every integration file on the sanitizer build, one after the other.
 integration-asan: asan
-	@ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
-	  sh test/integration/run.sh build-asan
+	@$(SAN_ENV) sh test/integration/run.sh build-asan
 
 # The cell of compose.yaml in real containers (podman + docker-compose):
 # images built, cell up, tested, always taken down. See docs/deploy.md.
-compose-test: deps
+compose-test:
+	@sh scripts/deps.sh test
+	@sh test/compose/fresh.sh
 	@sh test/compose/run.sh
 
-bench: deps all
+bench:
+	@sh scripts/deps.sh test
+	@$(MAKE) --no-print-directory all
 	@sh bench/run.sh $(BUILD)
 
 # ---------------------------------------------------------------- fuzzing
@@ -208,24 +258,38 @@ bench: deps all
 # corpora in test/fuzz/corpus/<name>. `make fuzz FUZZ_SECONDS=N` runs each
 # for N seconds under ASan/UBSan; findings are written to build-fuzz/.
 FUZZ_SECONDS ?= 60
+FUZZ_JOBS    ?= 2
 FUZZ_NAMES := $(patsubst test/fuzz/fuzz_%.c,%,$(sort $(wildcard test/fuzz/fuzz_*.c)))
 FUZZ_BINS  := $(FUZZ_NAMES:%=build-fuzz/fuzz_%)
-FUZZ_FLAGS := -std=c11 -g -O1 -D_GNU_SOURCE -I. -I/usr/share/include/llhttp \
-              -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined
+FUZZ_CFLAGS := -std=c11 -g -O1 -D_GNU_SOURCE -I. -I/usr/share/include/llhttp \
+               -fno-sanitize-recover=undefined -Wall -Wextra -Werror
 FUZZ_SRC   := $(BASE_SRC) $(WIRE_SRC) kernel/envelope.c client/decode.c
+FUZZ_OBJ   := $(FUZZ_SRC:%.c=build-fuzz/obj/%.o)
 
 build-fuzz/llhttp.a: $(wildcard $(LLHTTP)/*.c)
 	@mkdir -p build-fuzz
 	cd build-fuzz && clang -g -O1 -w -fsanitize=address,undefined -I/usr/share/include/llhttp -c $(addprefix $(LLHTTP)/,llhttp.c api.c http.c)
 	ar rcs $@ build-fuzz/llhttp.o build-fuzz/api.o build-fuzz/http.o
 
-build-fuzz/fuzz_%: test/fuzz/fuzz_%.c $(FUZZ_SRC) build-fuzz/llhttp.a
-	@mkdir -p build-fuzz
-	clang $(FUZZ_FLAGS) -Wall -Wextra -Werror -o $@ $< $(FUZZ_SRC) build-fuzz/llhttp.a \
+# The sources the harnesses test, compiled once (instrumented for coverage)
+build-fuzz/obj/%.o: %.c
+	@mkdir -p $(dir $@)
+	clang $(FUZZ_CFLAGS) -fsanitize=fuzzer-no-link,address,undefined -MMD -MP -c $< -o $@
+
+build-fuzz/libfuzzsrc.a: $(FUZZ_OBJ)
+	@rm -f $@
+	ar rcs $@ $^
+
+build-fuzz/fuzz_%: test/fuzz/fuzz_%.c build-fuzz/libfuzzsrc.a build-fuzz/llhttp.a
+	clang $(FUZZ_CFLAGS) -fsanitize=fuzzer,address,undefined -o $@ $< build-fuzz/libfuzzsrc.a build-fuzz/llhttp.a \
 	    -lmsgpackc -lsodium -lssl -lcrypto -lz -lsnappy -llz4 -lzstd
 
-fuzz: deps $(FUZZ_BINS)
-	@sh scripts/run-fuzz.sh $(FUZZ_SECONDS) $(FUZZ_NAMES)
+-include $(shell find build-fuzz/obj -name '*.d' 2>/dev/null)
+
+fuzz:
+	@sh scripts/deps.sh test
+	@$(MAKE) --no-print-directory -j$(NPROC) $(FUZZ_BINS)
+	@FUZZ_JOBS=$(FUZZ_JOBS) sh scripts/run-fuzz.sh $(FUZZ_SECONDS) $(FUZZ_NAMES)
 
 clean:
 	rm -rf build build-asan build-fuzz

@@ -1,17 +1,17 @@
 #!/bin/sh
 # Turns the dashboard into a C file (actors/http/dashboard.c serves it):
 # every file of dashboard/ under its own name, and uPlot (npm package
-# "uplot", taken from node_modules at build time, never copied into the
+# "uplot", taken from dashboard/node_modules at build time, never copied into the
 # repository) as uPlot.js and uPlot.css. Each file becomes a byte array
 # with its name, Content-Type and length, in the table qn_dashboard_files.
 # Usage: embed-dashboard.sh OUT.c dashboard/index.html dashboard/app.js ...
 set -eu
 out=$1; shift
-uplot_js=node_modules/uplot/dist/uPlot.iife.min.js
-uplot_css=node_modules/uplot/dist/uPlot.min.css
+uplot_js=dashboard/node_modules/uplot/dist/uPlot.iife.min.js
+uplot_css=dashboard/node_modules/uplot/dist/uPlot.min.css
 for f in "$uplot_js" "$uplot_css"; do
     if [ ! -f "$f" ]; then
-        echo "embed-dashboard: $f missing: run 'npm ci' (scripts/deps.sh installs it)" >&2
+        echo "embed-dashboard: $f missing: run 'make deps'" >&2
         exit 1
     fi
 done

@@ -1,13 +1,15 @@
 #!/bin/sh
 # Runs each libFuzzer harness for SECONDS on a copy of its seed corpus (new
-# inputs it finds are kept in build-fuzz/corpus-NAME for the next run).
-# A crash leaves build-fuzz/crash-* (turn it into a regression test) and
-# fails the run. Prints executions per harness and a closing line.
+# inputs it finds are kept in build-fuzz/corpus-NAME for the next run),
+# FUZZ_JOBS harnesses at a time (default 1). A crash leaves
+# build-fuzz/crash-* (turn it into a regression test) and fails the run.
+# Prints executions per harness and a closing line.
 # Usage: run-fuzz.sh SECONDS NAME...
 set -u
 secs=$1; shift
-pass=0; fail=0
-for name in "$@"; do
+jobs="${FUZZ_JOBS:-1}"
+one () {
+    name=$1
     work="build-fuzz/corpus-$name"
     mkdir -p "$work"
     log="build-fuzz/fuzz_$name.log"
@@ -16,12 +18,25 @@ for name in "$@"; do
          "$work" "test/fuzz/corpus/$name" > "$log" 2>&1; then
         runs=$(awk '/stat::number_of_executed_units/ { print $NF }' "$log")
         echo "fuzz $name: ${runs:-?} executions in ${secs}s, no findings"
-        pass=$((pass + 1))
     else
         echo "fuzz $name: FAILED (see $log)"
         grep -E "ERROR|SUMMARY|crash-|Test unit written" "$log" | head -5
-        fail=$((fail + 1))
+        return 1
+    fi
+}
+res=$(mktemp /tmp/queen-fuzz.XXXXXX)
+running=0
+for name in "$@"; do
+    ( if one "$name"; then echo pass >> "$res"; else echo fail >> "$res"; fi ) &
+    running=$((running + 1))
+    if [ "$running" -ge "$jobs" ]; then
+        wait
+        running=0
     fi
 done
+wait
+pass=$(grep -c pass "$res")
+fail=$(grep -c fail "$res")
+rm -f "$res"
 echo "fuzz: $pass passed, $fail failed"
-[ "$fail" = 0 ]
+[ "$fail" = 0 ] && [ "$pass" = "$#" ]

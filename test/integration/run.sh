@@ -11,7 +11,11 @@
 # QN_BIN (BUILD_DIR/queen), QN_ROOT (repo root), QN_TMP (scratch, removed).
 # The whole run has a hard time limit (a watchdog); a single test has one too.
 # Environment: QN_IT_TIMEOUT (whole run, s; default 2700),
-# QN_TEST_TIMEOUT_MS (one test; default 600000).
+# QN_TEST_TIMEOUT_MS (one test; default 600000), QN_IT_SQL=0 (leave the SQL
+# tests to another lane: test/integration/lanes.sh).
+# Each file runs in a node --test of its own; its time and counts follow it
+# ("integration-file: F N s, P passed, F failed"), and the run closes with
+# "integration: P passed, F failed".
 set -eu
 
 ROOT=$(cd "$(dirname "$0")/../.." && pwd -P)
@@ -97,9 +101,12 @@ if [ ! -x "$QN_BIN" ]; then
 fi
 
 failed=""
+npass=0; nfail=0
 cd "$ROOT"
 
-if [ ! -f test/sql/run.sh ]; then
+if [ "${QN_IT_SQL:-1}" = 0 ]; then
+    echo "integration: SQL tests run in another lane (QN_IT_SQL=0)"
+elif [ ! -f test/sql/run.sh ]; then
     echo "integration: test/sql/run.sh missing: the SQL tests cannot run" >&2
     failed="$failed sql-missing"
 else
@@ -126,18 +133,35 @@ else
 fi
 if [ -n "$files" ]; then
     echo "integration: node tests"
-    # shellcheck disable=SC2086
-    if ! run_group node --test --test-concurrency=1 --test-reporter=spec \
-            --test-force-exit --test-timeout="${QN_TEST_TIMEOUT_MS:-600000}" $files; then
-        failed="$failed node"
-    fi
+    #  One node --test per file, so each file's time and counts are known
+    #  (test/integration/lanes.sh balances lanes by them).
+    for f in $files; do
+        t0=$(date +%s)
+        log="$QN_TMP/node.log"
+        # shellcheck disable=SC2086
+        if run_group node --test --test-concurrency=1 --test-reporter=spec \
+                --test-force-exit --test-timeout="${QN_TEST_TIMEOUT_MS:-600000}" "$f" > "$log" 2>&1; then
+            frc=0
+        else
+            frc=1
+        fi
+        cat "$log"
+        #  The spec reporter's closing lines: "ℹ pass N", "ℹ fail N"
+        fp=$(awk '$2 == "pass" && $3 ~ /^[0-9]+$/ { n = $3 } END { print n + 0 }' "$log")
+        ff=$(awk '$2 == "fail" && $3 ~ /^[0-9]+$/ { n = $3 } END { print n + 0 }' "$log")
+        #  A file that crashed or failed without a failing test still fails
+        [ "$frc" = 0 ] || [ "$ff" -gt 0 ] || ff=1
+        npass=$((npass + fp)); nfail=$((nfail + ff))
+        echo "integration-file: $f $(( $(date +%s) - t0 )) s, $fp passed, $ff failed"
+        [ "$frc" = 0 ] || failed="$failed $(basename "$f")"
+    done
 else
     echo "integration: no test/integration/*.test.mjs files" >&2
     failed="$failed node-missing"
 fi
 
+echo "integration: $npass passed, $nfail failed"
 if [ -n "$failed" ]; then
     echo "integration: FAILED:$failed" >&2
     exit 1
 fi
-echo "integration: all passed"
