@@ -30,12 +30,20 @@ cleanup () {
 trap cleanup EXIT
 trap 'exit 130' INT
 trap 'exit 143' TERM
+. test/compose/podman-env.sh
 
 sh test/compose/base-image.sh
 #  The tracked files as they are in the work tree: a clean clone's content
 git ls-files -z | tar --null -T - --ignore-failed-read -cf "$WORK/src.tar"
 PORT=$(sh scripts/pg.sh freeport)
-podman run -d --name "$NAME" -p "127.0.0.1:$PORT:6632" -v "$WORK:/fresh:ro" \
+# shellcheck disable=SC2086
+#  The machine's own trust store goes in as it is (this workplace reaches
+#  the registries through a TLS proxy of its own): what the host trusts,
+#  npm in the box trusts. Nothing of Queen's comes with it.
+CA=/etc/ssl/certs/ca-certificates.crt
+# shellcheck disable=SC2086
+podman run -d $ULIMITS --name "$NAME" -p "127.0.0.1:$PORT:6632" -v "$WORK:/fresh:ro" \
+    -v "$CA:/etc/queen-host-ca.crt:ro" -e NODE_EXTRA_CA_CERTS=/etc/queen-host-ca.crt \
     "$TAG" sleep infinity >/dev/null
 in_box () { podman exec "$NAME" sh -c "$1"; }
 in_box 'mkdir /src && tar -C /src -xf /fresh/src.tar'
@@ -50,7 +58,7 @@ fi
 
 #  1. make run until /health answers
 t0=$(date +%s)
-podman exec -d "$NAME" sh -c 'cd /src && exec make run > /src/run.log 2>&1'
+podman exec -d "$NAME" sh -c 'cd /src && exec make run > /src/run.log 2>&1' >/dev/null
 until curl -sf -m 2 -o /dev/null "http://127.0.0.1:$PORT/health"; do
     if [ $(( $(date +%s) - t0 )) -ge "$LIMIT" ]; then
         echo "fresh: no healthy broker after $LIMIT s of make run; its output:" >&2

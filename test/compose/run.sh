@@ -29,16 +29,7 @@ export COMPOSE_PROJECT_NAME="$PROJECT"
 #  ${QUEEN_IMAGE:-queen:local}), so two runs of different trees on one
 #  machine never start each other's binaries; removed at the end.
 export QUEEN_IMAGE="localhost/queen:$PROJECT"
-export CONTAINERS_CONF="$WORK/containers.conf"
-nofile=$(ulimit -Hn)
-[ "$nofile" = unlimited ] && nofile=65536
-cat > "$CONTAINERS_CONF" <<CONF
-[containers]
-default_ulimits = ["nofile=$nofile:$nofile", "nproc=8192:8192"]
-[engine]
-runtime = "runc"
-CONF
-ULIMITS="--ulimit nofile=$nofile:$nofile --ulimit nproc=8192:8192"
+. test/compose/podman-env.sh
 SERVICE=""; TICKER=""; WATCHDOG=""
 MAIN=$$
 compose () {

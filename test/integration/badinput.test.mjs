@@ -555,6 +555,9 @@ async function snapshot (db) {
         JOIN pg_namespace n ON n.oid = c.relnamespace
         WHERE n.nspname LIKE 'queen%' AND c.relkind IN ('r', 'p') AND NOT c.relispartition
           AND (n.nspname, c.relname) <> ('queen', 'segments')
+          -- the ingest rollup (every 10 s) summarises the valid pushes made
+          -- before the catalogue: a clock's write, not a request's
+          AND (n.nspname, c.relname) NOT IN (('queen', 'ingest_marks'), ('queen', 'ingest_minutes'))
         ORDER BY 1`, { db })).split('\n');
     const lines = [];
     for (const t of tables)

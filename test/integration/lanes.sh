@@ -43,10 +43,12 @@ for f in $ASAN_FILES; do
 done
 #  "seconds build file" for every file, longest first
 for f in test/integration/*.test.mjs; do
-    secs=$(awk -v f="$f" '$2 == f { print $1 }' test/integration/durations.txt 2>/dev/null)
+    secs=$(awk -v f="$f" '$2 == f { print $1 }' test/integration/durations.txt 2>/dev/null || true)
     case "$ASAN_FILES" in *" $f "*) b=asan ;; *) b=normal ;; esac
     echo "${secs:-30} $b $f"
 done | sort -k1,1nr > "$WORK/files"
+n=$(wc -l < "$WORK/files")
+[ "$n" -gt 0 ] || { echo "lanes: no test/integration/*.test.mjs files" >&2; exit 1; }
 #  Lanes by build: the sanitizer files get lanes in proportion to their
 #  share of the time (at least one), the normal ones the rest.
 total=$(awk '{ t += $1 } END { print t + 0 }' "$WORK/files")
@@ -99,7 +101,9 @@ done
 PIDS=""
 echo "======== integration files by time ========"
 cat "$WORK"/lane*.log | awk '/^integration-file: / { print $3, $2 }' | sort -k1,1nr
+ran=$(cat "$WORK"/lane*.log | grep -c '^integration-file: ' || true)
 cat "$WORK"/lane*.log | awk '
     /^(sql|integration): [0-9]+ passed, [0-9]+ failed$/ { p += $2; f += $4 }
     END { printf "integration: %d passed, %d failed\n", p, f }'
 [ -z "$failed" ] || { echo "lanes: lane(s)$failed failed" >&2; exit 1; }
+[ "$ran" = "$n" ] || { echo "lanes: $ran of $n files ran" >&2; exit 1; }

@@ -151,6 +151,11 @@ if [ -n "$files" ]; then
         ff=$(awk '$2 == "fail" && $3 ~ /^[0-9]+$/ { n = $3 } END { print n + 0 }' "$log")
         #  A file that crashed or failed without a failing test still fails
         [ "$frc" = 0 ] || [ "$ff" -gt 0 ] || ff=1
+        #  A file in which no test ran fails too
+        if [ $((fp + ff)) = 0 ]; then
+            echo "integration: $f ran no test" >&2
+            ff=1; frc=1
+        fi
         npass=$((npass + fp)); nfail=$((nfail + ff))
         echo "integration-file: $f $(( $(date +%s) - t0 )) s, $fp passed, $ff failed"
         [ "$frc" = 0 ] || failed="$failed $(basename "$f")"
