@@ -27,7 +27,7 @@
 #   from the cursors), PostgreSQL CPU per message (every process of the
 #   cluster: the postmaster's reaped children + the live ones, ticks before
 #   and after), pgbench failures, and the top statements.
-#   Then the horizon scenario (QN_V2_HORIZON, default qv2b; empty: skipped):
+#   Then the horizon scenario (QN_V2_HORIZON, default qv2c; empty: skipped):
 #   a keyed cycle of 24 s in which, from second 6 to 14, another session
 #   sits idle in a transaction; consumed msg/s per second for three kinds of
 #   session: one holding an xid, one read-only (no xid), one holding an xid
@@ -41,7 +41,7 @@ ROOT=$(cd "$HERE/../.." && pwd -P)
 SECS="${QN_V2_SECONDS:-12}"
 SYSTEMS="${QN_V2_SYSTEMS:-cur qv2a qv2b qv2c pgmq}"
 SCENARIOS="${QN_V2_SCENARIOS:-push spread keyed}"
-HORIZON="${QN_V2_HORIZON-qv2b}"
+HORIZON="${QN_V2_HORIZON-qv2c}"
 PGMQ_SQL="${QN_PGMQ_SQL:-/work/pgmq/pgmq.sql}"
 OUT="${QN_V2_OUT:-$ROOT/build/bench/storage_v2.txt}"
 PG="$ROOT/scripts/pg.sh"
