@@ -259,30 +259,18 @@ qn_px_on_request (void *self_, const qn_env_t *env)
         if (!presented || !*presented)
             status = 401, refuse = "Authentication required";
         else
-        if (is_jwt && why)
-            status = 401, refuse = why;
-        else
-        if (is_jwt) {
-            if (route.kind == QN_PR_OPERATOR)
-                status = 403, refuse = "Operator key required";
-            else
-            if (route.kind == QN_PR_CLUSTER)
-                status = 403, refuse = "Not available to tenants";
-            else
-            if (!qn_proxy_route_allows (&route, req->role))
-                status = 403, refuse = "Insufficient permissions";
-        }
-        else
-        if (!k && !ses)
+        if (is_jwt ? why != NULL : !k && !ses)
             status = 401, refuse = why;
         else {
-            snprintf (req->tenant, sizeof req->tenant, "%s", k ? k->tenant : ses->tenant);
-            snprintf (req->key_id, sizeof req->key_id, "%s", k ? k->id : ses->id);
-            req->role = k ? k->role : ses->role;
-            req->session = ses != NULL;
-            if (ses)
-                snprintf (req->user, sizeof req->user, "%s", ses->user);
-            req->operator_ = !req->tenant [0];
+            if (!is_jwt) {          //  An IdP token set its identity in s_sso_check
+                snprintf (req->tenant, sizeof req->tenant, "%s", k ? k->tenant : ses->tenant);
+                snprintf (req->key_id, sizeof req->key_id, "%s", k ? k->id : ses->id);
+                req->role = k ? k->role : ses->role;
+                req->session = ses != NULL;
+                if (ses)
+                    snprintf (req->user, sizeof req->user, "%s", ses->user);
+                req->operator_ = !req->tenant [0];
+            }
             if (req->operator_ && route.kind != QN_PR_OPERATOR && strcmp (route.pattern, "/proxy/v1/whoami"))
                 status = 403, refuse = "Operator keys reach only the proxy's administration";
             else

@@ -110,13 +110,13 @@ typedef struct {
     uint64_t req_id;
     int kind;                   //  S_PW_LOGIN or S_PW_USER
     char tenant [QN_TENANT_MAX + 1];
-    char user [132];
+    char user [QN_PX_USER_MAX];
     qn_role_t role;
     bool replace;               //  S_PW_USER: PUT (an existing user)
     char *password;             //  Owned, wiped
     size_t password_len;
     char hash [QN_KEY_HASH_MAX];
-    qn_px_session_t ses;            //  S_PW_LOGIN: the session being made
+    qn_px_session_t ses;        //  S_PW_LOGIN: the session being made
     char token [QN_KEY_LEN + 1];
 } s_pwop_t;
 
