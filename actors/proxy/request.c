@@ -253,7 +253,8 @@ qn_px_on_request (void *self_, const qn_env_t *env)
         const char *why = "Invalid API key";
         const qn_px_key_t *k = presented && !is_session && !is_jwt
                          ? qn_px_authenticate (self, presented, strlen (presented)) : NULL;
-        const qn_px_session_t *ses = is_session ? qn_px_session_check (self, presented, strlen (presented), &why) : NULL;
+        const qn_px_session_t *ses = is_session
+                                   ? qn_px_session_check (self, presented, strlen (presented), &why) : NULL;
         if (is_jwt)
             why = s_sso_check (self, req, presented, strlen (presented));
         if (!presented || !*presented)
