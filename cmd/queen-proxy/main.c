@@ -5,8 +5,8 @@
     broker's PostgreSQL pool, actors/pg/writer.c, one connection),
     "jwks", "proxy_hasher", "proxy" (forwarding, keys, roles, users,
     limits; actors/proxy/, see proxy_int.h) and its HTTP door
-    "proxy_acceptor" (qn_http_acceptor_new). Sub-commands manage tenants and keys directly
-    in PostgreSQL for the first admin: create-tenant, create-key,
+    "proxy_acceptor" (qn_http_acceptor_new). Sub-commands manage tenants
+    and keys directly in PostgreSQL for the first admin: create-tenant, create-key,
     revoke-key, set-limits, create-operator-key (a key of no tenant for
     the admin routes /proxy/v1/admin/...), create-user (a user of a
     tenant; its password read from stdin). A key is printed once, on stdout, and never logged.
