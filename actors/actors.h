@@ -90,9 +90,10 @@ qn_actor_t *qn_jwks_new (qn_kernel_t *kernel, const qn_config_t *config);
 //  hints to and from the other brokers of the cell; idle when off.
 qn_actor_t *qn_mesh_new (qn_kernel_t *kernel, const qn_config_t *config);
 
-//  queen-proxy's forwarding actor "proxy" (actors/proxy/proxy.c): the codec
-//  of the HTTP door named `acceptor`; NULL when QUEEN_UPSTREAMS does not
-//  parse or PostgreSQL is unreachable (logged).
+//  queen-proxy's forwarding actor "proxy" (actors/proxy/, proxy_int.h): the
+//  codec of the HTTP door named `acceptor`; its PostgreSQL calls go to the
+//  actor "proxy_pg" (qn_pg_writer_new). NULL when QUEEN_UPSTREAMS does not
+//  parse (logged).
 qn_actor_t *qn_proxy_new (qn_kernel_t *kernel, const qn_config_t *config, const char *acceptor);
 //  queen-proxy's password hasher "proxy_hasher" (actors/proxy/hasher.c):
 //  Argon2id off the proxy's loop (QN_MSG_PW_WORK -> QN_MSG_PW_DONE).

@@ -1,10 +1,12 @@
 /*  cmd/queen-proxy/main.c - queen-proxy: the tenant-facing boundary
     Config (the broker's settings table, PORT 6630), its own schema
     (schema/proxy/, embedded by scripts/embed-proxy-sql.sh, version table
-    queen_proxy.schema_migrations), then two actors: "proxy" (forwarding,
-    keys, roles; actors/proxy/proxy.c) and its HTTP door "proxy_acceptor"
-    (qn_http_acceptor_new). Sub-commands manage tenants and keys directly
-    in PostgreSQL for the first admin: create-tenant, create-key,
+    queen_proxy.schema_migrations), then the actors: "proxy_pg" (the
+    broker's PostgreSQL pool, actors/pg/writer.c, one connection),
+    "jwks", "proxy_hasher", "proxy" (forwarding, keys, roles, users,
+    limits; actors/proxy/, see proxy_int.h) and its HTTP door
+    "proxy_acceptor" (qn_http_acceptor_new). Sub-commands manage tenants
+    and keys directly in PostgreSQL for the first admin: create-tenant, create-key,
     revoke-key, set-limits, create-operator-key (a key of no tenant for
     the admin routes /proxy/v1/admin/...), create-user (a user of a
     tenant; its password read from stdin). A key is printed once, on stdout, and never logged.
@@ -393,7 +395,8 @@ main (int argc, char **argv)
         return 1;
     }
     qn_kernel_t *kernel = qn_kernel_new (&config);
-    bool ok = qn_jwks_new (kernel, &config)
+    bool ok = qn_pg_writer_new (kernel, &config, "proxy_pg", 1)
+           && qn_jwks_new (kernel, &config)
            && qn_proxy_hasher_new (kernel)
            && qn_proxy_new (kernel, &config, "proxy_acceptor")
            && qn_http_acceptor_new (kernel, &config, &(qn_http_door_t) {
