@@ -14,7 +14,8 @@
     Owns      the request contexts; the parked long-polls (a park table,
               actors/park/park.h, fed "committed" here, used by pop.c);
               responses held while the acceptor is at its high-water mark
-              (sent in order when it drains); the access-control and
+              (qn_door_out_t, actors/door/door.h: sent in order when it
+              drains); the access-control and
               payload-encryption state (auth.c, seal.c); the ephemeral
               queues' table (actors/ephemeral/table.h, routes in
               ephemeral.c: answered from this thread)
@@ -207,15 +208,15 @@ qn_http_reply_raw (qn_http_ctx_t *ctx, int status, const char *content_type,
         qn_buf_t *out = &codec->out;
         qn_buf_reset (out);
         qn_http_response (out, status, content_type, extra_headers, body, len, keep);
-        qn_buf_t body = QN_BUF_INIT;
+        qn_buf_t head = QN_BUF_INIT;
         msgpack_packer pk;
-        msgpack_packer_init (&pk, &body, qn_door_buf_write);
+        msgpack_packer_init (&pk, &head, qn_door_buf_write);
         qn_msg_http_response_t m = { .conn_id = ctx->conn_id, .seq = ctx->seq, .close = !keep };
         qn_msg_http_response_encode (&pk, &m);
         qn_frame_t frame;
         frame.data = qn_buf_detach (out, &frame.len);
-        qn_door_out_send (codec->out_door, body.data, body.len, &frame);
-        qn_buf_free (&body);
+        qn_door_out_send (codec->out_door, head.data, head.len, &frame);
+        qn_buf_free (&head);
         static const char *const names [] = {
             "http_responses_0xx", "http_responses_1xx", "http_responses_2xx", "http_responses_3xx",
             "http_responses_4xx", "http_responses_5xx", "http_responses_6xx", "http_responses_7xx",

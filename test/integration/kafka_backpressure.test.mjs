@@ -16,8 +16,8 @@
 
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import net from 'node:net';
 import { startBroker, freePort } from './lib.mjs';
+import { pipelined, kafkaCorrelations, tally } from './pipeline_lib.mjs';
 
 //  ApiVersions v0 with correlation id corr (header v1, client id "t").
 function apiVersions (corr) {
@@ -35,36 +35,9 @@ function apiVersions (corr) {
 //  Writes `count` pipelined requests on one connection without reading for
 //  `pauseMs`, then reads. Resolves to the correlation ids of the answers,
 //  in order, once all arrived or nothing arrived for idleMs.
-function pipelined (port, count, pauseMs, idleMs) {
-    return new Promise((resolve, reject) => {
-        const corrs = [];
-        let buf = Buffer.alloc(0);
-        const sock = net.connect({ port, host: '127.0.0.1' });
-        let timer;
-        const finish = () => { clearTimeout(timer); sock.destroy(); resolve(corrs); };
-        const idle = () => { clearTimeout(timer); timer = setTimeout(finish, idleMs); };
-        sock.once('error', reject);
-        sock.once('connect', () => {
-            sock.pause();               //  Stops reading: TCP pushes back on the broker
-            const all = [];
-            for (let i = 0; i < count; i++)
-                all.push(apiVersions(i));
-            sock.write(Buffer.concat(all));
-            setTimeout(() => { idle(); sock.resume(); }, pauseMs);
-        });
-        sock.on('data', (chunk) => {
-            idle();
-            buf = Buffer.concat([buf, chunk]);
-            while (buf.length >= 4 && buf.length >= 4 + buf.readInt32BE(0)) {
-                const n = buf.readInt32BE(0);
-                corrs.push(buf.readInt32BE(4));
-                buf = buf.subarray(4 + n);
-            }
-            if (corrs.length === count)
-                finish();
-        });
-        sock.once('end', finish);
-    });
+function requests (port, count, pauseMs, idleMs) {
+    const all = Array.from({ length: count }, (_, i) => apiVersions(i));
+    return pipelined(port, all, kafkaCorrelations, { pauseMs, idleMs });
 }
 
 async function run (conns, perConn, pauseMs, env) {
@@ -73,24 +46,17 @@ async function run (conns, perConn, pauseMs, env) {
     try {
         const started = Date.now();
         const results = await Promise.all(
-            Array.from({ length: conns }, () => pipelined(kport, perConn, pauseMs, 30000)));
+            Array.from({ length: conns }, () => requests(kport, perConn, pauseMs, 30000)));
         const ms = Date.now() - started;
         assert.equal(results.length, conns);
-        let missing = 0, misplaced = 0;
-        results.forEach((corrs) => {
-            missing += perConn - corrs.length;
-            corrs.forEach((c, i) => {
-                if (c !== i)
-                    misplaced++;
-            });
-        });
+        const { missing, misplaced } = tally(results, perConn, (i) => i);
         assert.equal(missing, 0, `${missing} of ${conns * perConn} answers never arrived`
                      + ` (${ms} ms); broker log tail:\n${broker.logs().slice(-2000)}`);
         assert.equal(misplaced, 0, `${misplaced} answers out of order`);
         for (const corrs of results)
             assert.equal(corrs.length, perConn);
         //  The door still answers.
-        const again = await pipelined(kport, 3, 0, 10000);
+        const again = await requests(kport, 3, 0, 10000);
         assert.deepEqual(again, [0, 1, 2]);
         return broker;
     } catch (e) {
