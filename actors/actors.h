@@ -63,7 +63,8 @@ qn_actor_t *qn_acceptor_new (qn_kernel_t *kernel, const qn_config_t *config);
 //  Any other door on HTTP framing (SQS, the proxy, the sink's own port): an
 //  acceptor actor `name` listening on config->host:`port` that sends
 //  QN_MSG_HTTP_REQUEST/CLOSED/DRAINED to the actor `codec`, which answers
-//  with QN_MSG_HTTP_RESPONSE to `name`. Limits come from config.
+//  with QN_MSG_HTTP_RESPONSE to `name`. Limits come from config. Every door
+//  is the door engine (actors/door/door.h) with a protocol's table.
 typedef struct {
     const char *name;
     const char *codec;

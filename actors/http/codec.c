@@ -14,7 +14,8 @@
     Owns      the request contexts; the parked long-polls (a park table,
               actors/park/park.h, fed "committed" here, used by pop.c);
               responses held while the acceptor is at its high-water mark
-              (sent in order when it drains); the access-control and
+              (qn_door_out_t, actors/door/door.h: sent in order when it
+              drains); the access-control and
               payload-encryption state (auth.c, seal.c); the ephemeral
               queues' table (actors/ephemeral/table.h, routes in
               ephemeral.c: answered from this thread)
@@ -23,6 +24,7 @@
 */
 #include "actors/http/codec.h"
 #include "actors/ephemeral/table.h"
+#include "actors/door/door.h"
 #include "actors/park/park.h"
 #include "actors/pg/committed.h"
 #include "base/hashmap.h"
@@ -41,15 +43,6 @@
 #include <sys/resource.h>
 #include <unistd.h>
 
-//  A response held back while the acceptor's inbox is full.
-typedef struct s_held s_held_t;
-struct s_held {
-    s_held_t *next;
-    qn_buf_t body;              //  Owned: the HTTP_RESPONSE body (a few bytes)
-    qn_frame_t frame;           //  Owned: the serialised response
-    uint64_t conn_id;
-};
-
 struct qn_codec {
     qn_kernel_t *kernel;        //  Not owned
     const qn_config_t *config;  //  Not owned
@@ -67,9 +60,8 @@ struct qn_codec {
     qn_park_t *park;            //  Owned: parked long-polls
     qn_eph_t *eph;              //  Owned: the ephemeral queues (docs/ephemeral.md)
     qn_http_seal_t *seal;       //  Owned: payload encryption state, created on first use
-    s_held_t *held_head;        //  Owned: responses the acceptor could not take
-    s_held_t *held_tail;        //  yet, sent in this order when it drains
-    bool held_waiting;          //  qn_on_writable asked
+    qn_door_out_t *out_door;    //  Owned: responses to the acceptor, held (in
+                                //  order) while it is full (actors/door/door.h)
     char *mesh_status;          //  Owned: the mesh's last status (JSON), or NULL
     void *metrics_cache;        //  Owned: metrics.c's series handles of answers
     size_t mesh_status_len;
@@ -201,95 +193,8 @@ qn_http_header (qn_http_ctx_t *ctx, const char *name)
 }
 
 // ------------------------------------------------------------------ answering
-//  Responses go to the acceptor in the order they were made. At the
-//  acceptor's high-water mark a response is held (with every one after it)
-//  and sent when the acceptor drains: the kernel's writable notification,
-//  the one back-pressure idiom. What is held is bounded by the acceptor's
-//  own limit of requests in flight per connection.
-static int
-s_send_response (qn_codec_t *codec, s_held_t *h)
-{
-    qn_msg_t msg = {
-        .to = "acceptor", .type = QN_MSG_HTTP_RESPONSE,
-        .body = h->body.data, .body_len = h->body.len, .frames = &h->frame, .frame_count = 1
-    };
-    return qn_send (codec->kernel, &msg);
-}
-
-static void
-s_held_free (s_held_t *h)
-{
-    qn_buf_free (&h->body);
-    free (h->frame.data);
-    free (h);
-}
-
-static void s_wait_acceptor (qn_codec_t *codec);
-
-//  The acceptor drained: send held responses, oldest first, until it is
-//  full again.
-static void
-s_on_acceptor_writable (void *self_, void *arg)
-{
-    (void) arg;
-    qn_codec_t *codec = self_;
-    codec->held_waiting = false;
-    while (codec->held_head) {
-        s_held_t *h = codec->held_head;
-        int rc = s_send_response (codec, h);
-        if (rc == QN_EAGAIN) {
-            s_wait_acceptor (codec);
-            return;
-        }
-        if (rc)
-            qn_warn ("response dropped: conn=%llu rc=%s", (unsigned long long) h->conn_id,
-                     qn_strerror (rc));
-        codec->held_head = h->next;
-        if (!codec->held_head)
-            codec->held_tail = NULL;
-        s_held_free (h);
-    }
-}
-
-static void
-s_wait_acceptor (qn_codec_t *codec)
-{
-    if (!codec->held_waiting
-    &&  qn_on_writable (codec->kernel, "acceptor", s_on_acceptor_writable, NULL) == 0)
-        codec->held_waiting = true;
-}
-
-//  Sends h now, or holds it behind earlier held responses. Takes h.
-static void
-s_respond (qn_codec_t *codec, s_held_t *h)
-{
-    int rc = codec->held_head ? QN_EAGAIN : s_send_response (codec, h);
-    if (rc == QN_EAGAIN) {
-        h->next = NULL;
-        if (codec->held_tail)
-            codec->held_tail->next = h;
-        else
-            codec->held_head = h;
-        codec->held_tail = h;
-        qn_count (codec->kernel, "http_responses_held", 1);
-        s_wait_acceptor (codec);
-        return;
-    }
-    if (rc)                         //  The acceptor is gone: shutting down
-        qn_warn ("response dropped: conn=%llu rc=%s", (unsigned long long) h->conn_id,
-                 qn_strerror (rc));
-    s_held_free (h);
-}
-
-//  msgpack into a qn_buf_t (sized to what is written: msgpack_sbuffer
-//  starts at 8 KiB).
-static int
-s_buf_write (void *data, const char *buf, size_t len)
-{
-    qn_buf_append (data, buf, len);
-    return 0;
-}
-
+//  Responses go to the acceptor in the order they were made; at its
+//  high-water mark they are held and sent when it drains (qn_door_out_t).
 void
 qn_http_reply_raw (qn_http_ctx_t *ctx, int status, const char *content_type,
                    const char *extra_headers, const char *body, size_t len)
@@ -303,16 +208,15 @@ qn_http_reply_raw (qn_http_ctx_t *ctx, int status, const char *content_type,
         qn_buf_t *out = &codec->out;
         qn_buf_reset (out);
         qn_http_response (out, status, content_type, extra_headers, body, len, keep);
-        s_held_t *h = qn_zalloc (sizeof *h);
-        h->conn_id = ctx->conn_id;
+        qn_buf_t head = QN_BUF_INIT;
         msgpack_packer pk;
-        msgpack_packer_init (&pk, &h->body, s_buf_write);
+        msgpack_packer_init (&pk, &head, qn_door_buf_write);
         qn_msg_http_response_t m = { .conn_id = ctx->conn_id, .seq = ctx->seq, .close = !keep };
         qn_msg_http_response_encode (&pk, &m);
-        size_t n;
-        h->frame.data = qn_buf_detach (out, &n);
-        h->frame.len = n;
-        s_respond (codec, h);
+        qn_frame_t frame;
+        frame.data = qn_buf_detach (out, &frame.len);
+        qn_door_out_send (codec->out_door, head.data, head.len, &frame);
+        qn_buf_free (&head);
         static const char *const names [] = {
             "http_responses_0xx", "http_responses_1xx", "http_responses_2xx", "http_responses_3xx",
             "http_responses_4xx", "http_responses_5xx", "http_responses_6xx", "http_responses_7xx",
@@ -322,66 +226,6 @@ qn_http_reply_raw (qn_http_ctx_t *ctx, int status, const char *content_type,
         qn_http_metrics_answered (codec, ctx, status);
     }
     s_ctx_free (codec, ctx);
-}
-
-void
-qn_http_reply_json (qn_http_ctx_t *ctx, int status, const char *json, size_t len)
-{
-    qn_http_reply_raw (ctx, status, "application/json", NULL, json, len);
-}
-
-void
-qn_http_reply_error (qn_http_ctx_t *ctx, int status, const char *msg)
-{
-    qn_buf_t body = QN_BUF_INIT;
-    qn_json_error_body (&body, msg);
-    qn_http_reply_json (ctx, status, body.data, body.len);
-    qn_buf_free (&body);
-}
-
-void
-qn_http_reply_errorf (qn_http_ctx_t *ctx, int status, const char *fmt, ...)
-{
-    char msg [512];
-    va_list ap;
-    va_start (ap, fmt);
-    vsnprintf (msg, sizeof msg, fmt, ap);
-    va_end (ap);
-    qn_http_reply_error (ctx, status, msg);
-}
-
-void
-qn_http_reply_empty (qn_http_ctx_t *ctx, int status)
-{
-    qn_http_reply_raw (ctx, status, NULL, NULL, NULL, 0);
-}
-
-void
-qn_http_reply_pg_error (qn_http_ctx_t *ctx, const qn_pg_result_t *res)
-{
-    const char *s = res->sqlstate;
-    if (res->timed_out) {
-        qn_http_reply_error (ctx, 503, "database did not answer in time");
-        return;
-    }
-    //  Connection, resource and operator classes: the database is the
-    //  problem, the client may retry. Data and integrity classes: the
-    //  request is. Our own SQLSTATEs "QN4xx" carry the HTTP status.
-    int status = 500;
-    if (!strncmp (s, "08", 2) || !strncmp (s, "57", 2) || !strncmp (s, "53", 2))
-        status = 503;
-    else
-    if (!strncmp (s, "22", 2) || !strncmp (s, "23", 2))
-        status = 400;
-    if (!strcmp (s, "23505") || !strncmp (s, "40", 2))
-        status = 409;
-    if (s [0] == 'Q' && s [1] == 'N' && s [2] == '4'
-    &&  s [3] >= '0' && s [3] <= '9' && s [4] >= '0' && s [4] <= '9')
-        status = 400 + (s [3] - '0') * 10 + (s [4] - '0');
-    if (status == 500)
-        qn_warn ("database error: sqlstate=%s message=%s", s, res->message ? res->message : "");
-    qn_http_reply_error (ctx, status, res->message && res->message [0] ? res->message
-                                                                        : "database error");
 }
 
 // ------------------------------------------------------------------ asking
@@ -447,20 +291,6 @@ void
 qn_codec_committed (qn_codec_t *codec, const char *tenant, const char *queue, size_t queue_len)
 {
     qn_committed_publish (codec->kernel, tenant, strlen (tenant), queue, queue_len);
-}
-
-int
-qn_http_parse_body (qn_http_ctx_t *ctx, qn_json_doc_t *doc)
-{
-    if (!ctx->body_len) {
-        qn_http_reply_error (ctx, 400, "Empty request body");
-        return -1;
-    }
-    if (qn_json_parse (doc, ctx->body, ctx->body_len, 64)) {
-        qn_http_reply_errorf (ctx, 400, "Invalid JSON: %s", doc->err);
-        return -1;
-    }
-    return 0;
 }
 
 // ------------------------------------------------------------------ core routes
@@ -720,44 +550,34 @@ s_on_request (void *self_, const qn_env_t *env)
     return rc;
 }
 
-typedef struct {
-    uint64_t conn_id;
-    qn_buf_t parked;            //  ids of contexts waiting elsewhere
-} s_cancel_t;
-
-//  Marks the client's requests cancelled; parked ones are collected.
-static void
-s_cancel_conn (void *arg, uint64_t key, void *value)
+static uint64_t
+s_conn_of (const void *request)
 {
-    s_cancel_t *c = arg;
-    qn_http_ctx_t *ctx = value;
-    if (ctx->conn_id != c->conn_id)
-        return;
+    return ((const qn_http_ctx_t *) request)->conn_id;
+}
+
+//  A request of a client that went away: a parked one is freed now, the
+//  others when their pending call returns.
+static void
+s_cancel (void *arg, void *request)
+{
+    qn_http_ctx_t *ctx = request;
     ctx->cancelled = true;
-    if (ctx->on_cancel)
-        qn_buf_append (&c->parked, &key, sizeof key);
+    if (ctx->on_cancel) {
+        ctx->on_cancel (ctx);
+        s_ctx_free (arg, ctx);
+    }
 }
 
 static int
 s_on_closed (void *self_, const qn_env_t *env)
 {
     qn_codec_t *codec = self_;
-    s_cancel_t c = { 0, QN_BUF_INIT };
-    if (qn_msg_http_closed_decode (env->body.ptr, env->body.len, &c.conn_id))
+    uint64_t conn_id;
+    if (qn_msg_http_closed_decode (env->body.ptr, env->body.len, &conn_id))
         return QN_EPROTO;
-    qn_hashmap_each (codec->requests, s_cancel_conn, &c);
-    for (size_t i = 0; i < c.parked.len / sizeof (uint64_t); i++) {
-        uint64_t id;
-        memcpy (&id, c.parked.data + i * sizeof id, sizeof id);
-        qn_http_ctx_t *ctx = qn_hashmap_get (codec->requests, id);
-        if (ctx) {
-            ctx->on_cancel (ctx);
-            s_ctx_free (codec, ctx);
-        }
-    }
-    qn_buf_free (&c.parked);
+    qn_door_cancel_conn (codec->requests, conn_id, s_conn_of, s_cancel, codec);
     qn_count (codec->kernel, "http_client_gone", 1);
-    //  Other cancelled contexts are freed when their pending call returns.
     return 0;
 }
 
@@ -893,11 +713,7 @@ s_destroy (void **self_p)
     qn_codec_t *codec = *self_p;
     qn_hashmap_each (codec->requests, s_free_ctx, NULL);
     qn_hashmap_destroy (&codec->requests);
-    while (codec->held_head) {
-        s_held_t *h = codec->held_head;
-        codec->held_head = h->next;
-        s_held_free (h);
-    }
+    qn_door_out_destroy (&codec->out_door);
     qn_buf_free (&codec->out);
     qn_http_auth_destroy (&codec->auth);
     qn_park_destroy (&codec->park);
@@ -934,6 +750,7 @@ qn_codec_http_new (qn_kernel_t *kernel, const qn_config_t *config)
     codec->requests = qn_hashmap_new ();
     codec->db_up = true;            //  main connected and applied the schema
     codec->started_wall_us = qn_wall_us ();
+    codec->out_door = qn_door_out_new (kernel, "acceptor", QN_MSG_HTTP_RESPONSE, "http_responses_held");
     //  A pop runs at most a statement timeout (its call's deadline is
     //  2 s past it): a woken pop silent for longer is gone.
     qn_park_def_t park = {

@@ -37,6 +37,8 @@ static const struct {
     { "http_errors_framing_total", "Requests refused for bad HTTP framing" },
     { "http_client_gone_total", "Clients that closed the connection before every answer" },
     { "http_responses_held_total", "Responses held while the acceptor was at its high-water mark" },
+    { "kafka_responses_held_total", "Kafka answers held while kafka_acceptor was at its high-water mark" },
+    { "sqs_responses_held_total", "SQS responses held while sqs_acceptor was at its high-water mark" },
     { "messages_pushed_total", "Messages stored by pushes, by queue (capped: queue=\"_other\")" },
     { "messages_popped_total", "Messages handed out by pops, by queue (capped)" },
     { "messages_acked_total", "Messages acknowledged as completed, by queue (capped)" },

@@ -11,7 +11,9 @@
     Anything else is 404 {"error":"not found"}.
     Receives  QN_MSG_HTTP_REQUEST, QN_MSG_HTTP_CLOSED, QN_MSG_HTTP_DRAINED
     Sends     QN_MSG_HTTP_RESPONSE to "sink_acceptor"
-    Owns      nothing beyond a handler
+    Owns      answers held while sink_acceptor is at its high-water mark
+              (qn_door_out_t, actors/door/door.h: sent in order when it
+              drains, never dropped)
     Failure   a malformed request body is dropped (the acceptor's deadline
               closes the connection)
 */
@@ -23,12 +25,15 @@
 #include <string.h>
 
 #include "actors/actors.h"
+#include "actors/door/door.h"
 #include "base/buf.h"
 #include "wire/json.h"
 #include "wire/msg_http.h"
 
 typedef struct {
     qn_kernel_t *kernel;
+    qn_door_out_t *out;         //  Owned: answers to sink_acceptor, held (in
+                                //  order) while it is full
 } self_t;
 
 typedef struct {
@@ -100,23 +105,14 @@ s_on_request (void *self_, const qn_env_t *env)
                    status, status == 200 ? "OK" : status == 503 ? "Service Unavailable" : "Not Found",
                    type, body.len, req.keep_alive ? "" : "Connection: close\r\n");
     qn_buf_append (&resp, body.data, body.len);
-    msgpack_sbuffer sb;
-    msgpack_sbuffer_init (&sb);
+    qn_buf_t head = QN_BUF_INIT;
     msgpack_packer pk;
-    msgpack_packer_init (&pk, &sb, msgpack_sbuffer_write);
+    msgpack_packer_init (&pk, &head, qn_door_buf_write);
     qn_msg_http_response_encode (&pk, &(qn_msg_http_response_t) { req.conn_id, req.seq, !req.keep_alive });
-    size_t len;
     qn_frame_t frame;
-    frame.data = qn_buf_detach (&resp, &len);
-    frame.len = len;
-    qn_msg_t msg = {
-        .to = "sink_acceptor", .type = QN_MSG_HTTP_RESPONSE,
-        .body = sb.data, .body_len = sb.size, .frames = &frame, .frame_count = 1
-    };
-    int rc = qn_send (self->kernel, &msg);
-    if (rc)
-        free (frame.data);
-    msgpack_sbuffer_destroy (&sb);
+    frame.data = qn_buf_detach (&resp, &frame.len);
+    qn_door_out_send (self->out, head.data, head.len, &frame);
+    qn_buf_free (&head);
     msgpack_unpacked_destroy (&holder);
     qn_buf_free (&body);
     return 0;
@@ -141,7 +137,9 @@ s_on_stop (void *self_, const qn_env_t *env)
 static void
 s_destroy (void **self_p)
 {
-    free (*self_p);
+    self_t *self = *self_p;
+    qn_door_out_destroy (&self->out);
+    free (self);
     *self_p = NULL;
 }
 
@@ -159,6 +157,7 @@ qn_sink_http_new (qn_kernel_t *kernel, const qn_config_t *config)
     (void) config;
     self_t *self = qn_zalloc (sizeof *self);
     self->kernel = kernel;
+    self->out = qn_door_out_new (kernel, "sink_acceptor", QN_MSG_HTTP_RESPONSE, "sink_http_responses_held");
     qn_actor_def_t def = {
         .name = "sink_http", .routes = s_routes, .self = self, .destroy = s_destroy
     };

@@ -20,6 +20,7 @@
               one; SQS_CREDENTIALS keys act for the default tenant "".
 */
 #include "actors/sqs/sqs_int.h"
+#include "actors/door/door.h"
 #include "actors/park/park.h"
 #include "actors/seal/seal.h"
 #include "base/hashmap.h"
@@ -42,13 +43,6 @@
 #define S_MAX_SKEW_S        900
 #define S_MAX_KEYS          64
 
-typedef struct s_held s_held_t;
-struct s_held {
-    s_held_t *next;
-    msgpack_sbuffer body;
-    qn_frame_t frame;
-};
-
 typedef struct {
     char *access_key;           //  Owned
     char *secret;               //  Owned
@@ -65,8 +59,8 @@ struct qn_sqs_codec {
     uint32_t key_count;
     qn_sqs_akeys_t *akeys;      //  Owned: the keys of queen.sqs_keys (akeys.c)
     qn_buf_t out;               //  Reusable
-    s_held_t *held_head, *held_tail;
-    bool held_waiting;
+    qn_door_out_t *out_door;    //  Owned: responses to sqs_acceptor, held (in
+                                //  order) while it is full (actors/door/door.h)
     qn_crypto_keys_t *ring;     //  Owned: payload keys, built on first use
 };
 
@@ -185,54 +179,6 @@ s_req_free (qn_sqs_codec_t *codec, qn_sqs_req_t *r)
 }
 
 // ------------------------------------------------------------------ answering
-static int
-s_send_response (qn_sqs_codec_t *codec, s_held_t *h)
-{
-    qn_msg_t msg = {
-        .to = S_ACCEPTOR, .type = QN_MSG_HTTP_RESPONSE,
-        .body = h->body.data, .body_len = h->body.size, .frames = &h->frame, .frame_count = 1
-    };
-    return qn_send (codec->kernel, &msg);
-}
-
-static void
-s_held_free (s_held_t *h)
-{
-    msgpack_sbuffer_destroy (&h->body);
-    free (h->frame.data);
-    free (h);
-}
-
-static void s_wait_acceptor (qn_sqs_codec_t *codec);
-
-static void
-s_on_acceptor_writable (void *self_, void *arg)
-{
-    (void) arg;
-    qn_sqs_codec_t *codec = self_;
-    codec->held_waiting = false;
-    while (codec->held_head) {
-        s_held_t *h = codec->held_head;
-        int rc = s_send_response (codec, h);
-        if (rc == QN_EAGAIN) {
-            s_wait_acceptor (codec);
-            return;
-        }
-        codec->held_head = h->next;
-        if (!codec->held_head)
-            codec->held_tail = NULL;
-        s_held_free (h);
-    }
-}
-
-static void
-s_wait_acceptor (qn_sqs_codec_t *codec)
-{
-    if (!codec->held_waiting
-        && qn_on_writable (codec->kernel, S_ACCEPTOR, s_on_acceptor_writable, NULL) == 0)
-        codec->held_waiting = true;
-}
-
 static void
 s_respond (qn_sqs_codec_t *codec, qn_sqs_req_t *r, int status, const char *content_type,
            const char *extra, const char *body, size_t len)
@@ -241,26 +187,15 @@ s_respond (qn_sqs_codec_t *codec, qn_sqs_req_t *r, int status, const char *conte
     qn_buf_t *out = &codec->out;
     qn_buf_reset (out);
     qn_http_response (out, status, content_type, extra, body, len, keep);
-    s_held_t *h = qn_zalloc (sizeof *h);
-    msgpack_sbuffer_init (&h->body);
+    qn_buf_t head = QN_BUF_INIT;
     msgpack_packer pk;
-    msgpack_packer_init (&pk, &h->body, msgpack_sbuffer_write);
+    msgpack_packer_init (&pk, &head, qn_door_buf_write);
     qn_msg_http_response_t m = { .conn_id = r->conn_id, .seq = r->seq, .close = !keep };
     qn_msg_http_response_encode (&pk, &m);
-    size_t n;
-    h->frame.data = qn_buf_detach (out, &n);
-    h->frame.len = n;
-    int rc = codec->held_head? QN_EAGAIN: s_send_response (codec, h);
-    if (rc == QN_EAGAIN) {
-        if (codec->held_tail)
-            codec->held_tail->next = h;
-        else
-            codec->held_head = h;
-        codec->held_tail = h;
-        s_wait_acceptor (codec);
-        return;
-    }
-    s_held_free (h);
+    qn_frame_t frame;
+    frame.data = qn_buf_detach (out, &frame.len);
+    qn_door_out_send (codec->out_door, head.data, head.len, &frame);
+    qn_buf_free (&head);
 }
 
 void
@@ -597,43 +532,36 @@ s_replay (void *arg, const qn_env_t *env)
     s_on_request (arg, env);
 }
 
-typedef struct {
-    uint64_t conn_id;
-    qn_buf_t ids;
-} s_cancel_t;
-
-static void
-s_cancel_conn (void *arg, uint64_t key, void *value)
+static uint64_t
+s_conn_of (const void *request)
 {
-    s_cancel_t *c = arg;
-    qn_sqs_req_t *r = value;
-    if (r->conn_id == c->conn_id)
-        qn_buf_append (&c->ids, &key, sizeof key);
+    return ((const qn_sqs_req_t *) request)->conn_id;
+}
+
+//  A request of a client that went away: a parked receive leaves the park
+//  table; the request is freed now, or when its pending call returns.
+static void
+s_cancel (void *arg, void *request)
+{
+    qn_sqs_codec_t *codec = arg;
+    qn_sqs_req_t *r = request;
+    r->cancelled = true;
+    if (r->parked) {
+        qn_park_cancel (codec->park, r->id);
+        r->parked = false;
+    }
+    if (!r->pending)
+        s_req_free (codec, r);
 }
 
 static int
 s_on_closed (void *self_, const qn_env_t *env)
 {
     qn_sqs_codec_t *codec = self_;
-    s_cancel_t c = { 0, QN_BUF_INIT };
-    if (qn_msg_http_closed_decode (env->body.ptr, env->body.len, &c.conn_id))
+    uint64_t conn_id;
+    if (qn_msg_http_closed_decode (env->body.ptr, env->body.len, &conn_id))
         return QN_EPROTO;
-    qn_hashmap_each (codec->requests, s_cancel_conn, &c);
-    for (size_t i = 0; i < c.ids.len / sizeof (uint64_t); i++) {
-        uint64_t id;
-        memcpy (&id, c.ids.data + i * sizeof id, sizeof id);
-        qn_sqs_req_t *r = qn_hashmap_get (codec->requests, id);
-        if (!r)
-            continue;
-        r->cancelled = true;
-        if (r->parked) {
-            qn_park_cancel (codec->park, r->id);
-            r->parked = false;
-        }
-        if (!r->pending)
-            s_req_free (codec, r);
-    }
-    qn_buf_free (&c.ids);
+    qn_door_cancel_conn (codec->requests, conn_id, s_conn_of, s_cancel, codec);
     return 0;
 }
 
@@ -684,11 +612,7 @@ s_destroy (void **self_p)
     qn_sqs_codec_t *codec = *self_p;
     qn_hashmap_each (codec->requests, s_free_req, NULL);
     qn_hashmap_destroy (&codec->requests);
-    while (codec->held_head) {
-        s_held_t *h = codec->held_head;
-        codec->held_head = h->next;
-        s_held_free (h);
-    }
+    qn_door_out_destroy (&codec->out_door);
     for (uint32_t i = 0; i < codec->key_count; i++) {
         free (codec->keys [i].access_key);
         if (codec->keys [i].secret)
@@ -719,6 +643,7 @@ qn_codec_sqs_new (qn_kernel_t *kernel, const qn_config_t *config)
     codec->kernel = kernel;
     codec->config = config;
     codec->requests = qn_hashmap_new ();
+    codec->out_door = qn_door_out_new (kernel, S_ACCEPTOR, QN_MSG_HTTP_RESPONSE, "sqs_responses_held");
     s_keys_load (codec, config->sqs_credentials);
     codec->akeys = qn_sqs_akeys_new (kernel, config, s_replay, codec);
     qn_park_def_t park = {

@@ -15,8 +15,8 @@
 
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import net from 'node:net';
 import { startBroker } from './lib.mjs';
+import { pipelined, httpStatuses, tally } from './pipeline_lib.mjs';
 
 const KINDS = [
     { req: (i) => `GET /health?i=${i} HTTP/1.1\r\nHost: t\r\n\r\n`, status: 200 },
@@ -27,45 +27,9 @@ const KINDS = [
 //  Writes `count` pipelined requests on one connection and resolves to the
 //  statuses of the responses read, in order, once all arrived or nothing
 //  arrived for idleMs.
-function pipelined (port, count, idleMs) {
-    return new Promise((resolve, reject) => {
-        const statuses = [];
-        let buf = Buffer.alloc(0);
-        const sock = net.connect({ port, host: '127.0.0.1' });
-        const finish = () => { sock.destroy(); resolve(statuses); };
-        sock.setTimeout(idleMs, finish);
-        sock.once('error', reject);
-        sock.once('connect', () => {
-            let all = '';
-            for (let i = 0; i < count; i++)
-                all += KINDS[i % KINDS.length].req(i);
-            sock.write(all);
-        });
-        sock.on('data', (chunk) => {
-            buf = Buffer.concat([buf, chunk]);
-            for (;;) {
-                const end = buf.indexOf('\r\n\r\n');
-                if (end < 0)
-                    break;
-                const head = buf.subarray(0, end).toString('latin1');
-                const m = /^HTTP\/1\.1 (\d{3}) /.exec(head);
-                if (!m) {
-                    sock.destroy();
-                    reject(new Error(`not an HTTP response: ${head.slice(0, 80)}`));
-                    return;
-                }
-                const cl = /\r\ncontent-length: *(\d+)/i.exec(head);
-                const len = cl ? Number(cl[1]) : 0;
-                if (buf.length < end + 4 + len)
-                    break;
-                statuses.push(Number(m[1]));
-                buf = buf.subarray(end + 4 + len);
-            }
-            if (statuses.length === count)
-                finish();
-        });
-        sock.once('end', finish);
-    });
+function requests (port, count, idleMs) {
+    const all = Array.from({ length: count }, (_, i) => KINDS[i % KINDS.length].req(i));
+    return pipelined(port, all, httpStatuses, { idleMs });
 }
 
 async function run (conns, perConn, env, mustHold) {
@@ -73,17 +37,10 @@ async function run (conns, perConn, env, mustHold) {
     try {
         const started = Date.now();
         const results = await Promise.all(
-            Array.from({ length: conns }, () => pipelined(broker.port, perConn, 30000)));
+            Array.from({ length: conns }, () => requests(broker.port, perConn, 30000)));
         const ms = Date.now() - started;
         assert.equal(results.length, conns);
-        let missing = 0, misplaced = 0;
-        results.forEach((statuses) => {
-            missing += perConn - statuses.length;
-            statuses.forEach((s, i) => {
-                if (s !== KINDS[i % KINDS.length].status)
-                    misplaced++;
-            });
-        });
+        const { missing, misplaced } = tally(results, perConn, (i) => KINDS[i % KINDS.length].status);
         assert.equal(missing, 0, `${missing} of ${conns * perConn} responses never arrived`
                      + ` (${ms} ms); broker log tail:\n${broker.logs().slice(-2000)}`);
         assert.equal(misplaced, 0, `${misplaced} responses out of order`);
@@ -91,7 +48,7 @@ async function run (conns, perConn, env, mustHold) {
         for (const statuses of results)
             assert.equal(statuses.length, perConn);
         //  The broker is still answering.
-        const again = await pipelined(broker.port, 3, 10000);
+        const again = await requests(broker.port, 3, 10000);
         assert.deepEqual(again, [200, 404, 204]);
         if (mustHold) {
             //  The load met the acceptor's high-water mark: responses were
