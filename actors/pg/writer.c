@@ -110,6 +110,7 @@ void
 qn_pgw_push_free (qn_pgw_push_t *r)
 {
     msgpack_unpacked_destroy (&r->msg);
+    free (r->items);
     free (r->body);
     free (r);
 }

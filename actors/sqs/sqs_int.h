@@ -1,7 +1,9 @@
 /*  actors/sqs/sqs_int.h - what the SQS codec's files share
     codec.c owns the actor (requests, answers, SigV4, the park table);
-    ops.c translates each SQS operation into the messaging core's
-    operations (catalogue statements on pg_writer) and writes the answers.
+    akeys.c the access keys of queen.sqs_keys; ops.c dispatches each SQS
+    operation, after reading the queue's settings, to the file of its
+    concern (queues.c, send.c, receive.c, handles.c), which translates it
+    into the messaging core's operations and writes the answer.
 */
 #ifndef QN_ACTORS_SQS_INT_H
 #define QN_ACTORS_SQS_INT_H
@@ -117,13 +119,48 @@ int qn_sqs_akeys_find (qn_sqs_akeys_t *self, const char *access_key, const char 
 //  answers. -1 when too many requests wait already (answer 503).
 int qn_sqs_akeys_wait (qn_sqs_akeys_t *self, const char *access_key, const qn_env_t *env);
 
-// ------------------------------------------------------------------ ops.c
-//  Runs the decoded, validated request r.
-void qn_sqs_dispatch (qn_sqs_codec_t *codec, qn_sqs_req_t *r);
-//  Park callbacks of ReceiveMessage (arg = the codec).
-void qn_sqs_receive_wake (void *arg, uint64_t id);
-void qn_sqs_receive_expire (void *arg, uint64_t id);
 //  The request with that id, or NULL.
 qn_sqs_req_t *qn_sqs_request (qn_sqs_codec_t *codec, uint64_t id);
+
+// ------------------------------------------------------------------ ops.c
+//  Runs the decoded, validated request r: its queue's settings first when
+//  the operation needs them (r->q), then the operation.
+void qn_sqs_dispatch (qn_sqs_codec_t *codec, qn_sqs_req_t *r);
+//  Result columns: a missing column or a NULL reads as nil.
+const msgpack_object *qn_sqs_col (const qn_pg_result_t *res, uint32_t r, uint32_t c);
+bool qn_sqs_col_int (const qn_pg_result_t *res, uint32_t r, uint32_t c, int64_t *out);
+bool qn_sqs_col_bool (const qn_pg_result_t *res, uint32_t r, uint32_t c);
+//  String or bin column: pointer and length; NULL when nil.
+const char *qn_sqs_col_str (const qn_pg_result_t *res, uint32_t r, uint32_t c, size_t *len);
+bool qn_sqs_col_is (const qn_pg_result_t *res, uint32_t r, uint32_t c, const char *s);
+//  A request string parameter (nil when absent).
+void qn_sqs_args_str (qn_pg_args_t *a, const qn_sqs_str_t *s);
+//  Answers AWS.SimpleQueueService.NonExistentQueue.
+void qn_sqs_no_queue (qn_sqs_req_t *r);
+//  qn_sqs_exec, answering ServiceUnavailable when it cannot ask; frees args.
+void qn_sqs_exec_or_fail (qn_sqs_codec_t *codec, qn_sqs_req_t *r, uint32_t stmt, qn_pg_args_t *args,
+                          qn_sqs_result_fn *cb);
+//  Answers with the operation's empty result.
+void qn_sqs_reply_empty_ok (qn_sqs_req_t *r);
+
+// ------------------------------------------------------------------ the operations
+//  Each answers r exactly once. queues.c:
+void qn_sqs_create (qn_sqs_codec_t *codec, qn_sqs_req_t *r);
+void qn_sqs_get_url (qn_sqs_codec_t *codec, qn_sqs_req_t *r);
+void qn_sqs_list (qn_sqs_codec_t *codec, qn_sqs_req_t *r);
+//  DeleteQueue, PurgeQueue: one statement by queue name.
+void qn_sqs_by_name (qn_sqs_codec_t *codec, qn_sqs_req_t *r, uint32_t stmt);
+void qn_sqs_set_attrs (qn_sqs_codec_t *codec, qn_sqs_req_t *r);
+void qn_sqs_get_attrs (qn_sqs_codec_t *codec, qn_sqs_req_t *r);
+void qn_sqs_tags (qn_sqs_codec_t *codec, qn_sqs_req_t *r);
+void qn_sqs_dlq_sources (qn_sqs_codec_t *codec, qn_sqs_req_t *r);
+//  send.c
+void qn_sqs_send (qn_sqs_codec_t *codec, qn_sqs_req_t *r);
+//  receive.c, with the park callbacks of a waiting receive (arg = the codec)
+void qn_sqs_receive (qn_sqs_codec_t *codec, qn_sqs_req_t *r);
+void qn_sqs_receive_wake (void *arg, uint64_t id);
+void qn_sqs_receive_expire (void *arg, uint64_t id);
+//  handles.c: DeleteMessage(Batch), ChangeMessageVisibility(Batch)
+void qn_sqs_handle_op (qn_sqs_codec_t *codec, qn_sqs_req_t *r);
 
 #endif
