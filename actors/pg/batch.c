@@ -1,11 +1,15 @@
 /*  actors/pg/batch.c - the push operation in the write path
-    Every push (QN_MSG_PUSH, from any front door, or a replay from the
-    spool) arrives here and is routed by the pure decision of push_route.h:
-    into PostgreSQL, where concurrent pushes are merged into one queen.push
-    call (typed arrays; a push waits for a batch only while every push lane
-    is busy, so light load gets low latency and heavy load big batches;
-    the second lane starts only on partitions the batch in flight does not
-    hold, so two lanes never wait on each other's partition locks),
+    Every QN_MSG_PUSH arrives here: the HTTP push route (codec_http), SQS
+    SendMessage(Batch) (codec_sqs) and the spool's replays. (Transaction
+    bundles are one PG_EXEC of queen.bundle; Kafka Produce is one
+    kafka_push statement, not spooled: docs/kafka.md.) A push is routed by
+    the pure decision of push_route.h: into PostgreSQL, where concurrent
+    pushes are merged into one queen.push call (queen.push_sqs when SQS
+    items are in the batch; typed arrays; a push waits for a batch only
+    while every push lane is busy, so light load gets low latency and
+    heavy load big batches; the second lane starts only on partitions the
+    batch in flight does not hold, so two lanes never wait on each other's
+    partition locks),
     or to the disk spool with the pusher's reply address, so the spool
     answers the pusher itself after fdatasync. A push that PostgreSQL could
     not take for a connection-class reason goes to the spool too: a push

@@ -61,7 +61,7 @@ typedef enum {
     QN_SQL_SQS_TAGS,
     QN_SQL_SQS_DELETE,
     QN_SQL_SQS_PURGE,
-    QN_SQL_SQS_SEND,
+    QN_SQL_SQS_SEND,                //  Retired: SQS sends are push items (QN_SQL_PUSH_SQS)
     QN_SQL_SQS_RECEIVE,
     QN_SQL_SQS_ACK,
     QN_SQL_SQS_VISIBILITY,

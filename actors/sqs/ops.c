@@ -1,7 +1,8 @@
 /*  actors/sqs/ops.c - SQS operations as messaging-core operations
     Each operation is one or two catalogue statements on pg_writer
     (schema/functions/62_sqs.sql): the queue's SQS settings first when the
-    operation needs them (sqs_queue, read here), then the operation itself,
+    operation needs them (sqs_queue, read here and kept in qcache.c for a
+    send during an outage), then the operation itself,
     in the file of its concern: queues.c (queue management, tags), send.c
     (SendMessage(Batch)), receive.c (ReceiveMessage), handles.c
     (DeleteMessage, ChangeMessageVisibility). This file holds what they
@@ -211,18 +212,36 @@ typedef void (s_step_fn) (qn_sqs_codec_t *codec, qn_sqs_req_t *r);
 static s_step_fn *
 s_step_of (qn_sqs_op_t op);
 
+//  A send while the database cannot be reached runs on the settings this
+//  codec read last (qcache.c): its push goes to the spool like any push.
+//  True when it did (r answered or on its way), false when there are none
+//  or the operation is not a send.
+static bool
+s_send_on_kept (qn_sqs_codec_t *codec, qn_sqs_req_t *r)
+{
+    if ((r->req.op != QN_SQS_OP_SEND_MESSAGE && r->req.op != QN_SQS_OP_SEND_MESSAGE_BATCH)
+    ||  !qn_sqs_qcache_get (qn_sqs_qcache (codec), r->tenant, r->queue, &r->q))
+        return false;
+    qn_count (qn_sqs_kernel (codec), "sqs_sends_on_kept_settings", 1);
+    qn_sqs_send (codec, r);
+    return true;
+}
+
 static void
 s_on_queue (qn_sqs_codec_t *codec, qn_sqs_req_t *r, qn_pg_result_t *res)
 {
     if (!res->ok) {
-        qn_sqs_reply_pg_error (r, res);
+        if (!(qn_sqs_pg_unavailable (res) && s_send_on_kept (codec, r)))
+            qn_sqs_reply_pg_error (r, res);
         return;
     }
     if (res->row_count == 0) {
+        qn_sqs_qcache_drop (qn_sqs_qcache (codec), r->tenant, r->queue);
         qn_sqs_no_queue (r);
         return;
     }
     s_queue_read (r, res);
+    qn_sqs_qcache_put (qn_sqs_qcache (codec), r->tenant, r->queue, &r->q);
     s_step_of (r->req.op) (codec, r);
 }
 
@@ -234,6 +253,8 @@ s_lookup (qn_sqs_codec_t *codec, qn_sqs_req_t *r, bool counts)
         qn_sqs_no_queue (r);
         return;
     }
+    if (!qn_sqs_db_up (codec) && s_send_on_kept (codec, r))
+        return;
     qn_pg_args_t a;
     qn_pg_args_init (&a);
     qn_pg_args_cstr (&a, r->tenant);

@@ -177,7 +177,9 @@ qn_sqs_list (qn_sqs_codec_t *codec, qn_sqs_req_t *r)
 static void
 s_on_status (qn_sqs_codec_t *codec, qn_sqs_req_t *r, qn_pg_result_t *res)
 {
-    (void) codec;
+    //  A queue changed or gone: the settings kept for it are read again.
+    if (r->req.op == QN_SQS_OP_DELETE_QUEUE || r->req.op == QN_SQS_OP_SET_QUEUE_ATTRIBUTES)
+        qn_sqs_qcache_drop (qn_sqs_qcache (codec), r->tenant, r->queue);
     if (!res->ok)
         qn_sqs_reply_pg_error (r, res);
     else

@@ -1,27 +1,39 @@
 /*  actors/sqs/send.c - SendMessage and SendMessageBatch
-    Native pushes with metadata (sqs_send; sealed on queues with
-    encryptionEnabled): FIFO messages go to their group's partition,
-    standard ones to one of 128 stripe partitions (a delayed one to its
-    due second's partition).
-    Receives  requests from ops.c's dispatch, PG_RESULT through a callback
-    Sends     QN_MSG_PG_EXEC to pg_writer (through qn_sqs_exec)
+    A send is the push operation (QN_MSG_PUSH to pg_writer, as an HTTP
+    push): its messages are merged with other pushes into one queen.push
+    call, or made durable in the disk spool while PostgreSQL cannot take
+    them and replayed after. Each message is a push item with its SQS
+    metadata (attributes, group and deduplication ids, the send's instant:
+    wire/msg_push.h, schema/functions/63_sqs_push.sql). FIFO messages go to
+    their group's partition, standard ones to one of 128 stripe partitions
+    (a delayed one to its due second's partition, with a not-before
+    instant); bodies of queues with encryptionEnabled are sealed here.
+    MessageId: the native message id once stored; for a message the spool
+    took, the transaction id the spool gave it (stored as its MessageId
+    when it is replayed).
+    Receives  requests from ops.c's dispatch (the queue's settings read,
+              or kept ones during an outage), PUSH_ANSWER through a callback
+    Sends     QN_MSG_PUSH to pg_writer (through qn_sqs_push)
     Owns      nothing beyond the request
-    Failure   every path answers exactly once: an SQS error, or the result
+    Failure   every path answers exactly once: an SQS error, or the result;
+              a push refused for a missing queue (QN404) is
+              NonExistentQueue, one the spool could not sync (58030) or
+              without an answer in time ServiceUnavailable
 */
 #include "actors/sqs/sqs_int.h"
-#include "actors/pg/statements.h"
-#include "actors/seal/seal.h"
 #include "wire/crypto.h"
 #include "wire/ids.h"
+#include "wire/json.h"
+#include "wire/msg_push.h"
 #include "wire/sigv4.h"
 
 #include <sodium.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #define S_STRIPES       128
 
-// ------------------------------------------------------------------ SendMessage(Batch)
 //  Queue-dependent checks of one message (§5 SendMessage).
 static int
 s_send_check (const qn_sqs_req_t *r, const qn_sqs_entry_t *e, qn_sqs_error_t *err)
@@ -47,30 +59,12 @@ s_send_check (const qn_sqs_req_t *r, const qn_sqs_entry_t *e, qn_sqs_error_t *er
     return 0;
 }
 
+//  The answer: one entry per message sent (the batch's Successful and
+//  Failed lists). ids [i] is entry i's MessageId ("" when not sent), seqs
+//  [i] its native seq (-1 when not known: the spool holds it).
 static void
-s_on_sent (qn_sqs_codec_t *codec, qn_sqs_req_t *r, qn_pg_result_t *res)
+s_reply_sent (qn_sqs_req_t *r, char (*ids) [QN_ID_STR_LEN + 1], const int64_t *seqs)
 {
-    (void) codec;
-    if (!res->ok) {
-        qn_sqs_reply_pg_error (r, res);
-        return;
-    }
-    int64_t ord;
-    if (res->row_count == 0 || (qn_sqs_col_int (res, 0, 0, &ord) && ord == 0)) {
-        qn_sqs_no_queue (r);
-        return;
-    }
-    //  seq of each entry by its index (-1: not sent)
-    int64_t seqs [QN_SQS_MAX_ENTRIES];
-    for (uint32_t i = 0; i < QN_SQS_MAX_ENTRIES; i++)
-        seqs [i] = -1;
-    for (uint32_t row = 0; row < res->row_count; row++) {
-        int64_t seq;
-        if (qn_sqs_col_int (res, row, 0, &ord) && ord >= 1 && (uint32_t) ord <= r->batch_sent
-            && qn_sqs_col_int (res, row, 1, &seq))
-            seqs [r->batch_map [ord - 1]] = seq;
-    }
-    qn_count (qn_sqs_kernel (codec), "sqs_messages_sent", res->row_count);
     bool batch = r->req.batch;
     qn_buf_t b = QN_BUF_INIT;
     qn_sqs_w_t w;
@@ -79,15 +73,14 @@ s_on_sent (qn_sqs_codec_t *codec, qn_sqs_req_t *r, qn_pg_result_t *res)
         qn_sqs_w_list (&w, "Successful", "SendMessageBatchResultEntry");
     for (uint32_t i = 0; i < r->req.entry_count; i++) {
         const qn_sqs_entry_t *e = &r->req.entries [i];
-        if (e->error.code || seqs [i] < 0)
+        if (e->error.code || !ids [i][0])
             continue;
-        char id [QN_ID_STR_LEN + 1], md5 [33], sn [24];
+        char md5 [33], sn [24];
         if (batch) {
             qn_sqs_w_item_obj (&w);
             qn_sqs_w_str (&w, "Id", e->id.ptr, e->id.len);
         }
-        qn_id_format (QN_ID_MESSAGE, seqs [i], id);
-        qn_sqs_w_cstr (&w, "MessageId", id);
+        qn_sqs_w_cstr (&w, "MessageId", ids [i]);
         qn_sqs_md5_hex (e->body.ptr, e->body.len, md5);
         qn_sqs_w_cstr (&w, "MD5OfMessageBody", md5);
         if (e->attr_count) {
@@ -98,7 +91,7 @@ s_on_sent (qn_sqs_codec_t *codec, qn_sqs_req_t *r, qn_pg_result_t *res)
             qn_sqs_md5_attrs (e->sys_attrs, e->sys_attr_count, md5);
             qn_sqs_w_cstr (&w, "MD5OfMessageSystemAttributes", md5);
         }
-        if (r->q.fifo) {
+        if (r->q.fifo && seqs [i] >= 0) {
             snprintf (sn, sizeof sn, "%020lld", (long long) seqs [i]);
             qn_sqs_w_cstr (&w, "SequenceNumber", sn);
         }
@@ -120,6 +113,113 @@ s_on_sent (qn_sqs_codec_t *codec, qn_sqs_req_t *r, qn_pg_result_t *res)
     qn_buf_free (&b);
 }
 
+//  A refused push: the queue is gone (QN404), else by SQLSTATE as any
+//  failed database call (the spool's 58030 is the database's trouble too).
+static void
+s_refused (qn_sqs_req_t *r, const qn_msg_push_answer_t *a)
+{
+    if (!strcmp (a->sqlstate, "QN404")) {
+        qn_sqs_no_queue (r);
+        return;
+    }
+    if (!strcmp (a->sqlstate, "58030")) {
+        qn_sqs_reply_errorf (r, QN_SQS_E_SERVICE_UNAVAILABLE, "The message could not be made durable; retry.");
+        return;
+    }
+    qn_pg_result_t res;
+    memset (&res, 0, sizeof res);
+    msgpack_unpacked_init (&res.holder);
+    snprintf (res.sqlstate, sizeof res.sqlstate, "%s", a->sqlstate);
+    res.message = qn_strndup (a->message, a->message_len);
+    res.detail = qn_strdup ("");
+    qn_sqs_reply_pg_error (r, &res);
+    qn_pg_result_free (&res);
+}
+
+static void
+s_on_pushed (qn_sqs_codec_t *codec, qn_sqs_req_t *r, const qn_env_t *env)
+{
+    if (!env) {
+        qn_sqs_reply_errorf (r, QN_SQS_E_SERVICE_UNAVAILABLE, "The send did not complete in time; retry.");
+        return;
+    }
+    msgpack_unpacked holder;
+    msgpack_unpacked_init (&holder);
+    qn_msg_push_answer_t a;
+    if (env->type != QN_MSG_PUSH_ANSWER
+    ||  qn_msg_push_answer_decode (env->body.ptr, env->body.len, &holder, &a)
+    ||  (a.ok && a.count != r->batch_sent))
+        qn_sqs_reply_errorf (r, QN_SQS_E_INTERNAL_FAILURE, "The send returned an unexpected result.");
+    else
+    if (!a.ok)
+        s_refused (r, &a);
+    else {
+        char ids [QN_SQS_MAX_ENTRIES][QN_ID_STR_LEN + 1];
+        int64_t seqs [QN_SQS_MAX_ENTRIES];
+        uint32_t buffered = 0;
+        for (uint32_t i = 0; i < QN_SQS_MAX_ENTRIES; i++) {
+            ids [i][0] = 0;
+            seqs [i] = -1;
+        }
+        for (uint32_t k = 0; k < a.count; k++) {
+            qn_msg_push_result_t res;
+            uint32_t i = r->batch_map [k];
+            qn_msg_push_answer_at (&a, k, &res);        //  Checked by the decoder
+            if (res.status == QN_PUSH_BUFFERED) {
+                snprintf (ids [i], sizeof ids [i], "%.*s", (int) res.txn_len, res.txn ? res.txn : "");
+                buffered++;
+            }
+            else {
+                qn_id_format (QN_ID_MESSAGE, res.seq, ids [i]);
+                seqs [i] = res.seq;
+            }
+        }
+        qn_count (qn_sqs_kernel (codec), "sqs_messages_sent", a.count);
+        qn_count (qn_sqs_kernel (codec), "sqs_messages_spooled", buffered);
+        s_reply_sent (r, ids, seqs);
+    }
+    msgpack_unpacked_destroy (&holder);
+}
+
+//  Entry e's SQS metadata for its push item (the keys of queen.push_sqs).
+static void
+s_meta (const qn_sqs_req_t *r, const qn_sqs_entry_t *e, int64_t now_us, qn_buf_t *out)
+{
+    qn_buf_t j = QN_BUF_INIT;
+    qn_jw_t w;
+    qn_jw_init (&w, out);
+    qn_jw_obj (&w);
+    if (e->attr_count) {
+        qn_sqs_attrs_to_json (e->attrs, e->attr_count, &j);
+        qn_jw_kraw (&w, "attrs", j.data, j.len);
+    }
+    if (e->sys_attr_count) {
+        qn_buf_reset (&j);
+        qn_sqs_attrs_to_json (e->sys_attrs, e->sys_attr_count, &j);
+        qn_jw_kraw (&w, "sys", j.data, j.len);
+    }
+    if (e->group_id.ptr) {
+        qn_jw_key (&w, "group");
+        qn_jw_strn (&w, e->group_id.ptr, e->group_id.len);
+    }
+    //  FIFO: the deduplication id given, else the body's SHA-256.
+    if (r->q.fifo) {
+        qn_jw_key (&w, "dedup");
+        if (e->dedup_id.ptr)
+            qn_jw_strn (&w, e->dedup_id.ptr, e->dedup_id.len);
+        else {
+            char hex [65];
+            qn_sigv4_sha256_hex (e->body.ptr, e->body.len, hex);
+            qn_jw_strn (&w, hex, 64);
+        }
+        if (r->q.scope_group)
+            qn_jw_kstr (&w, "scope", "group");
+    }
+    qn_jw_kint (&w, "sent", now_us);
+    qn_jw_obj_end (&w);
+    qn_buf_free (&j);
+}
+
 //  Sends the entries without errors; a single send with an error answers it.
 void
 qn_sqs_send (qn_sqs_codec_t *codec, qn_sqs_req_t *r)
@@ -138,112 +238,70 @@ qn_sqs_send (qn_sqs_codec_t *codec, qn_sqs_req_t *r)
             r->batch_map [r->batch_sent++] = i;
     if (r->batch_sent == 0) {
         //  Nothing to push: every entry failed. Answer through the same writer.
-        qn_buf_t b = QN_BUF_INIT;
-        qn_sqs_w_t w;
-        qn_sqs_w_begin (&w, q->proto, &b, q->op);
-        qn_sqs_w_list (&w, "Successful", "SendMessageBatchResultEntry");
-        qn_sqs_w_list_end (&w);
-        qn_sqs_w_list (&w, "Failed", "BatchResultErrorEntry");
-        for (uint32_t i = 0; i < q->entry_count; i++)
-            qn_sqs_w_failed (&w, q->entries [i].id.ptr, q->entries [i].id.len, &q->entries [i].error);
-        qn_sqs_w_list_end (&w);
-        qn_sqs_w_end (&w, r->request_id);
-        qn_sqs_reply (r, &b);
-        qn_buf_free (&b);
+        char none [QN_SQS_MAX_ENTRIES][QN_ID_STR_LEN + 1] = { { 0 } };
+        s_reply_sent (r, none, NULL);
         return;
     }
-    uint32_t n = r->batch_sent;
     int64_t now_us = qn_wall_us ();
-    qn_pg_args_t a;
-    qn_pg_args_init (&a);
-    qn_pg_args_cstr (&a, r->tenant);
-    qn_pg_args_cstr (&a, r->queue);
-    //  Partitions: FIFO group; a delayed standard message its due second
-    //  (_sqs-due-<s>, §7.4); else one of the stripes (§7.2).
-    qn_pg_args_array (&a, n);
-    for (uint32_t k = 0; k < n; k++) {
-        const qn_sqs_entry_t *e = &q->entries [r->batch_map [k]];
-        char part [64];
-        if (r->q.fifo)
-            qn_sqs_args_str (&a, &e->group_id);
-        else {
-            if (e->delay_seconds > 0)
-                snprintf (part, sizeof part, "_sqs-due-%lld",
-                          (long long) (now_us / 1000000 + e->delay_seconds));
-            else
-                snprintf (part, sizeof part, "_sqs-%u", randombytes_uniform (S_STRIPES));
-            qn_pg_args_cstr (&a, part);
-        }
-    }
-    //  Payloads: the body's bytes, sealed on a queue with encryptionEnabled
-    //  when a key is configured, as native pushes are.
-    //  (actors/seal/seal.h: the same sealing as the Kafka door's Produce).
+    //  Bodies sealed on a queue with encryptionEnabled when a key is
+    //  configured, as native pushes are (the same key ring as the Kafka
+    //  door's Produce).
     qn_crypto_keys_t *ring = r->q.encrypted? qn_sqs_keys (codec): NULL;
     bool seal = ring && qn_crypto_keys_can_seal (ring);
-    qn_buf_t sealed = QN_BUF_INIT;
-    qn_pg_args_array (&a, n);
-    for (uint32_t k = 0; k < n; k++) {
+    msgpack_sbuffer sb;
+    msgpack_sbuffer_init (&sb);
+    msgpack_packer pk;
+    msgpack_packer_init (&pk, &sb, msgpack_sbuffer_write);
+    qn_msg_push_begin (&pk, r->tenant, strlen (r->tenant), false, r->batch_sent);
+    qn_buf_t sealed = QN_BUF_INIT, meta = QN_BUF_INIT;
+    const char *sender = r->access_key [0]? QN_SQS_ACCOUNT: "anonymous";
+    int rc = 0;
+    for (uint32_t k = 0; k < r->batch_sent && rc == 0; k++) {
         const qn_sqs_entry_t *e = &q->entries [r->batch_map [k]];
-        if (qn_seal_arg (&a, seal? ring: NULL, e->body.ptr, e->body.len, &sealed) != 0) {
-            qn_buf_free (&sealed);
-            qn_pg_args_free (&a);
-            qn_sqs_reply_errorf (r, QN_SQS_E_INTERNAL_FAILURE, "The message could not be encrypted.");
-            return;
+        qn_msg_push_item_t it = {
+            .queue = r->queue, .queue_len = strlen (r->queue),
+            .payload = e->body.len? e->body.ptr: "", .payload_len = e->body.len,
+            .producer = sender, .producer_len = strlen (sender), .encrypted = seal
+        };
+        //  Partitions: FIFO group; a delayed standard message its due
+        //  second (_sqs-due-<s>, §7.4) and not-before instant; else one of
+        //  the stripes (§7.2).
+        char part [64] = "";
+        if (r->q.fifo) {
+            it.partition = e->group_id.ptr;
+            it.partition_len = e->group_id.len;
         }
+        else
+        if (e->delay_seconds > 0) {
+            snprintf (part, sizeof part, "_sqs-due-%lld", (long long) (now_us / 1000000 + e->delay_seconds));
+            it.has_not_before = true;
+            it.not_before_us = now_us + e->delay_seconds * 1000000;
+        }
+        else
+            snprintf (part, sizeof part, "_sqs-%u", randombytes_uniform (S_STRIPES));
+        if (part [0]) {
+            it.partition = part;
+            it.partition_len = strlen (part);
+        }
+        if (seal) {
+            qn_buf_reset (&sealed);
+            rc = qn_crypto_seal (ring, it.payload, it.payload_len, &sealed);
+            it.payload = sealed.data;
+            it.payload_len = sealed.len;
+        }
+        qn_buf_reset (&meta);
+        s_meta (r, e, now_us, &meta);
+        it.sqs = meta.data;
+        it.sqs_len = meta.len;
+        if (rc == 0)
+            qn_msg_push_item (&pk, &it);
     }
     qn_buf_free (&sealed);
-    qn_pg_args_array (&a, n);
-    for (uint32_t k = 0; k < n; k++) {
-        const qn_sqs_entry_t *e = &q->entries [r->batch_map [k]];
-        if (!r->q.fifo && e->delay_seconds > 0)
-            qn_pg_args_int (&a, now_us + e->delay_seconds * 1000000);
-        else
-            qn_pg_args_null (&a);
-    }
-    qn_buf_t j = QN_BUF_INIT;
-    qn_pg_args_array (&a, n);
-    for (uint32_t k = 0; k < n; k++) {
-        const qn_sqs_entry_t *e = &q->entries [r->batch_map [k]];
-        if (!e->attr_count) {
-            qn_pg_args_null (&a);
-            continue;
-        }
-        qn_buf_reset (&j);
-        qn_sqs_attrs_to_json (e->attrs, e->attr_count, &j);
-        qn_pg_args_str (&a, j.data, j.len);
-    }
-    qn_pg_args_array (&a, n);
-    for (uint32_t k = 0; k < n; k++) {
-        const qn_sqs_entry_t *e = &q->entries [r->batch_map [k]];
-        if (!e->sys_attr_count) {
-            qn_pg_args_null (&a);
-            continue;
-        }
-        qn_buf_reset (&j);
-        qn_sqs_attrs_to_json (e->sys_attrs, e->sys_attr_count, &j);
-        qn_pg_args_str (&a, j.data, j.len);
-    }
-    qn_buf_free (&j);
-    qn_pg_args_array (&a, n);
-    for (uint32_t k = 0; k < n; k++)
-        qn_sqs_args_str (&a, &q->entries [r->batch_map [k]].group_id);
-    qn_pg_args_array (&a, n);
-    for (uint32_t k = 0; k < n; k++) {
-        const qn_sqs_entry_t *e = &q->entries [r->batch_map [k]];
-        if (!r->q.fifo)
-            qn_pg_args_null (&a);
-        else
-        if (e->dedup_id.ptr)
-            qn_sqs_args_str (&a, &e->dedup_id);
-        else {
-            char hex [65];
-            qn_sigv4_sha256_hex (e->body.ptr, e->body.len, hex);
-            qn_pg_args_cstr (&a, hex);
-        }
-    }
-    qn_pg_args_cstr (&a, r->access_key [0]? QN_SQS_ACCOUNT: "anonymous");
-    qn_pg_args_bool (&a, r->q.scope_group);
-    qn_pg_args_bool (&a, seal);
-    qn_sqs_exec_or_fail (codec, r, QN_SQL_SQS_SEND, &a, s_on_sent);
+    qn_buf_free (&meta);
+    if (rc)
+        qn_sqs_reply_errorf (r, QN_SQS_E_INTERNAL_FAILURE, "The message could not be encrypted.");
+    else
+    if (qn_sqs_push (codec, r, sb.data, sb.size, s_on_pushed))
+        qn_sqs_reply_errorf (r, QN_SQS_E_SERVICE_UNAVAILABLE, "The service is busy; retry.");
+    msgpack_sbuffer_destroy (&sb);
 }
-

@@ -464,7 +464,7 @@ BEGIN
         VALUES (v_cpid, v_cseq, m.attrs, m.sys_attrs, m.group_id, m.dedup_id, m.sender_id,
                 COALESCE(m.message_id, queen.uuid_of(1, r.seq)::text), COALESCE(m.sent_at, r.created_at))
         ON CONFLICT DO NOTHING;
-        PERFORM queen.ack(p_tenant, ARRAY['__QUEUE_MODE__'], ARRAY[r.partition_id], ARRAY[NULL::text],
+        PERFORM queen.ack(p_tenant, ARRAY['__QUEUE_MODE__'], ARRAY[r.partition_id], ARRAY[r.txn_id],
                           ARRAY[r.seq], ARRAY['dlq'], ARRAY[p_lease], ARRAY['maxReceiveCount exceeded']);
         DELETE FROM queen.sqs_receives s WHERE s.partition_id = r.partition_id AND s.seq = r.seq;
         v_moved := v_moved + 1;
@@ -543,7 +543,11 @@ BEGIN
     FOR r IN SELECT a.ord, a.success
                FROM queen.ack(p_tenant, array_fill('__QUEUE_MODE__'::text, ARRAY[cardinality(k_idx)]),
                               ARRAY(SELECT p_pids[x] FROM unnest(k_idx) WITH ORDINALITY u(x, o) ORDER BY o),
-                              array_fill(NULL::text, ARRAY[cardinality(k_idx)]),
+                              -- the stored transaction ids: queen.ack by seq
+                              -- takes a message with one only when it is given
+                              ARRAY(SELECT (SELECT m.txn_id FROM queen.messages m
+                                             WHERE m.partition_id = p_pids[x] AND m.seq = p_seqs[x])
+                                      FROM unnest(k_idx) WITH ORDINALITY u(x, o) ORDER BY o),
                               ARRAY(SELECT p_seqs[x] FROM unnest(k_idx) WITH ORDINALITY u(x, o) ORDER BY o),
                               array_fill('completed'::text, ARRAY[cardinality(k_idx)]),
                               ARRAY(SELECT p_leases[x] FROM unnest(k_idx) WITH ORDINALITY u(x, o) ORDER BY o),

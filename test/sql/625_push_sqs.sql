@@ -113,3 +113,12 @@ SELECT pg_temp.ok_one(array_agg(ord = 1 AND NOT duplicate AND queue_name = pg_te
   FROM queen.sqs_send('', pg_temp.qn('std'), ARRAY['_sqs-1'], ARRAY['\x61'::bytea], ARRAY[NULL::bigint],
                       ARRAY[NULL::jsonb], ARRAY[NULL::jsonb], ARRAY[NULL::text], ARRAY[NULL::text],
                       's', false, false);
+
+-- a message with a transaction id (the spooled send above) is deleted by
+-- its receipt handle: queen.sqs_ack gives queen.ack the stored id
+CREATE TEMP TABLE rcv AS
+  SELECT * FROM queen.sqs_receive('', pg_temp.qn('gone'), 10, 30, '00000000-0000-4000-8000-0000000000c1', NULL, 0);
+SELECT pg_temp.ok_one(array_agg(r.seq = f.seq), 'the spooled message is received') FROM rcv r, r5 f;
+SELECT pg_temp.ok_one(array_agg(a.status = 'deleted'), 'and deleted')
+  FROM rcv r, queen.sqs_ack('', pg_temp.qn('gone'), ARRAY[r.partition_id], ARRAY[r.seq],
+                            ARRAY['00000000-0000-4000-8000-0000000000c1'::uuid]) a;
