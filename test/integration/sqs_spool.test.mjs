@@ -16,25 +16,11 @@ import {
     ReceiveMessageCommand, DeleteMessageCommand, DeleteMessageBatchCommand,
 } from '@aws-sdk/client-sqs';
 import { pgStop, pgStart, waitFor, buffers, psql } from './lib.mjs';
-import { startSqsBroker, sdk } from './sqs_lib.mjs';
+import { startSqsBroker, sdk, md5Attrs } from './sqs_lib.mjs';
 
 //  DelaySeconds of one message: longer than the outage and the first
 //  receives take, so it is still delayed when the others are received.
 const DELAY_S = 20;
-
-//  MD5OfMessageAttributes as AWS computes it (spec §10), written out here.
-function md5Attrs (attrs) {
-    const parts = [];
-    const u32 = (n) => { const b = Buffer.alloc(4); b.writeUInt32BE(n); return b; };
-    for (const name of Object.keys(attrs).sort((a, b) => Buffer.compare(Buffer.from(a), Buffer.from(b)))) {
-        const a = attrs[name];
-        const n = Buffer.from(name), t = Buffer.from(a.DataType);
-        const binary = a.BinaryValue !== undefined;
-        const v = binary ? Buffer.from(a.BinaryValue) : Buffer.from(a.StringValue);
-        parts.push(u32(n.length), n, u32(t.length), t, Buffer.from([binary ? 2 : 1]), u32(v.length), v);
-    }
-    return crypto.createHash('md5').update(Buffer.concat(parts)).digest('hex');
-}
 
 function md5 (text) {
     return crypto.createHash('md5').update(Buffer.from(text, 'utf8')).digest('hex');
