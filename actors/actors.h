@@ -15,13 +15,17 @@
       event "db"         QN_MSG_DB_HEALTH [up] (wire/msg_db.h)
 
     the write path (pg_writer; wire/msg_push.h, msg_spool.h, msg_maint.h)
-      QN_MSG_PUSH        [tenant, flags, items] from any front door (or a
-                         spool replay): ONE answer QN_MSG_PUSH_ANSWER, per
+      QN_MSG_PUSH        [tenant, flags, items] from codec_http (POST
+                         /api/v1/push), codec_sqs (SendMessage(Batch),
+                         items with SQS metadata) or a spool replay; Kafka
+                         Produce does not use it (kafka_push, docs/kafka.md):
+                         ONE answer QN_MSG_PUSH_ANSWER, per
                          item queued / duplicate / buffered, or a refusal.
                          pg_writer routes it (actors/pg/push_route.h):
-                         batched into queen.push, or forwarded to the spool
-                         as QN_MSG_SPOOL_APPEND with the pusher's reply_to
-                         (the spool answers the pusher after fdatasync).
+                         batched into queen.push (queen.push_sqs), or
+                         forwarded to the spool as QN_MSG_SPOOL_APPEND with
+                         the pusher's reply_to (the spool answers the
+                         pusher after fdatasync).
       QN_MSG_SPOOL_DRAINED [appends]  spool -> pg_writer: all replayed
       QN_MSG_MAINT_SET   [pop, enabled] -> pg_writer, reply and event
                          "maintenance" QN_MSG_MAINT_STATE [push, pop, gen]

@@ -25,24 +25,6 @@ s_pack_strn (msgpack_packer *pk, const char *s, size_t len)
     msgpack_pack_str_body (pk, s, len);
 }
 
-bool
-qn_msg_push_item_ok (const msgpack_object *item)
-{
-    uint32_t n = s_is (item, MSGPACK_OBJECT_ARRAY) ? item->via.array.size : 0;
-    if (n != 7 && n != 8)
-        return false;
-    const msgpack_object *f = item->via.array.ptr;
-    //  Field 7, when present: the not-before instant (us since the epoch).
-    if (n == 8 && !s_is (&f [7], MSGPACK_OBJECT_POSITIVE_INTEGER)
-    &&  !s_is (&f [7], MSGPACK_OBJECT_NEGATIVE_INTEGER) && !s_is (&f [7], MSGPACK_OBJECT_NIL))
-        return false;
-    return s_is (&f [0], MSGPACK_OBJECT_STR)
-        && s_str_or_nil (&f [1]) && s_str_or_nil (&f [2])
-        && (s_is (&f [3], MSGPACK_OBJECT_BIN) || s_is (&f [3], MSGPACK_OBJECT_STR))
-        && s_str_or_nil (&f [4]) && s_str_or_nil (&f [5])
-        && (s_is (&f [6], MSGPACK_OBJECT_BOOLEAN) || s_is (&f [6], MSGPACK_OBJECT_NIL));
-}
-
 void
 qn_msg_push_begin (msgpack_packer *pk, const char *tenant, size_t tenant_len, bool replay,
                    uint32_t count)
@@ -65,7 +47,7 @@ s_pack_opt_strn (msgpack_packer *pk, const char *s, size_t len)
 void
 qn_msg_push_item (msgpack_packer *pk, const qn_msg_push_item_t *it)
 {
-    msgpack_pack_array (pk, it->has_not_before ? 8 : 7);
+    msgpack_pack_array (pk, it->sqs ? 9 : it->has_not_before ? 8 : 7);
     s_pack_strn (pk, it->queue, it->queue_len);
     s_pack_opt_strn (pk, it->partition, it->partition_len);
     s_pack_opt_strn (pk, it->txn, it->txn_len);
@@ -76,21 +58,90 @@ qn_msg_push_item (msgpack_packer *pk, const qn_msg_push_item_t *it)
     it->encrypted ? msgpack_pack_true (pk) : msgpack_pack_false (pk);
     if (it->has_not_before)
         msgpack_pack_int64 (pk, it->not_before_us);
+    else
+    if (it->sqs)
+        msgpack_pack_nil (pk);
+    if (it->sqs)
+        s_pack_strn (pk, it->sqs, it->sqs_len);
 }
 
-void
+//  A str field into (ptr, len); nil gives NULL. False for another type.
+static bool
+s_opt_str (const msgpack_object *o, const char **ptr, size_t *len)
+{
+    *ptr = NULL;
+    *len = 0;
+    if (s_is (o, MSGPACK_OBJECT_NIL))
+        return true;
+    if (!s_is (o, MSGPACK_OBJECT_STR))
+        return false;
+    //  An empty str may have a NULL ptr: a present field is never NULL.
+    *ptr = o->via.str.size ? o->via.str.ptr : "";
+    *len = o->via.str.size;
+    return true;
+}
+
+int
+qn_msg_push_item_decode (const msgpack_object *item, qn_msg_push_item_t *out)
+{
+    memset (out, 0, sizeof *out);
+    uint32_t n = s_is (item, MSGPACK_OBJECT_ARRAY) ? item->via.array.size : 0;
+    if (n < 7 || n > 9)
+        return -1;
+    const msgpack_object *f = item->via.array.ptr;
+    if (!s_is (&f [0], MSGPACK_OBJECT_STR)
+    ||  !s_opt_str (&f [1], &out->partition, &out->partition_len)
+    ||  !s_opt_str (&f [2], &out->txn, &out->txn_len)
+    ||  !s_opt_str (&f [4], &out->trace, &out->trace_len)
+    ||  !s_opt_str (&f [5], &out->producer, &out->producer_len))
+        return -1;
+    out->queue = f [0].via.str.size ? f [0].via.str.ptr : "";
+    out->queue_len = f [0].via.str.size;
+    if (s_is (&f [3], MSGPACK_OBJECT_BIN)) {
+        out->payload = f [3].via.bin.size ? f [3].via.bin.ptr : "";
+        out->payload_len = f [3].via.bin.size;
+    }
+    else
+    if (s_is (&f [3], MSGPACK_OBJECT_STR)) {
+        out->payload = f [3].via.str.size ? f [3].via.str.ptr : "";
+        out->payload_len = f [3].via.str.size;
+    }
+    else
+        return -1;
+    if (s_is (&f [6], MSGPACK_OBJECT_BOOLEAN))
+        out->encrypted = f [6].via.boolean;
+    else
+    if (!s_is (&f [6], MSGPACK_OBJECT_NIL))
+        return -1;
+    //  Field 7, when present: the not-before instant (us since the epoch).
+    if (n > 7 && !s_is (&f [7], MSGPACK_OBJECT_NIL)) {
+        if (s_is (&f [7], MSGPACK_OBJECT_NEGATIVE_INTEGER))
+            out->not_before_us = f [7].via.i64;
+        else
+        if (s_is (&f [7], MSGPACK_OBJECT_POSITIVE_INTEGER) && f [7].via.u64 <= INT64_MAX)
+            out->not_before_us = (int64_t) f [7].via.u64;
+        else
+            return -1;
+        out->has_not_before = true;
+    }
+    //  Field 8, when present: the SQS metadata.
+    if (n > 8 && !s_opt_str (&f [8], &out->sqs, &out->sqs_len))
+        return -1;
+    return 0;
+}
+
+int
 qn_msg_push_item_copy (msgpack_packer *pk, const msgpack_object *item, const char *txn)
 {
-    if (!txn || !s_is (item, MSGPACK_OBJECT_ARRAY) || item->via.array.size < 3) {
-        msgpack_pack_object (pk, *item);
-        return;
+    qn_msg_push_item_t it;
+    if (qn_msg_push_item_decode (item, &it))
+        return -1;
+    if (txn) {
+        it.txn = txn;
+        it.txn_len = strlen (txn);
     }
-    msgpack_pack_array (pk, item->via.array.size);
-    for (uint32_t f = 0; f < item->via.array.size; f++)
-        if (f == 2)
-            s_pack_strn (pk, txn, strlen (txn));
-        else
-            msgpack_pack_object (pk, item->via.array.ptr [f]);
+    qn_msg_push_item (pk, &it);
+    return 0;
 }
 
 int
@@ -107,8 +158,9 @@ qn_msg_push_decode (const char *buf, size_t len, msgpack_unpacked *holder, qn_ms
     if (!s_is (&f [0], MSGPACK_OBJECT_STR) || !s_is (&f [1], MSGPACK_OBJECT_POSITIVE_INTEGER)
     ||  !s_is (&f [2], MSGPACK_OBJECT_ARRAY))
         return -1;
+    qn_msg_push_item_t it;
     for (uint32_t i = 0; i < f [2].via.array.size; i++)
-        if (!qn_msg_push_item_ok (&f [2].via.array.ptr [i]))
+        if (qn_msg_push_item_decode (&f [2].via.array.ptr [i], &it))
             return -1;
     out->tenant = f [0].via.str.ptr;
     out->tenant_len = f [0].via.str.size;

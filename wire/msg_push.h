@@ -1,21 +1,27 @@
 /*  wire/msg_push.h - the protocol-neutral push operation
-    Any codec actor (HTTP today; Kafka, SQS... tomorrow) sends ONE push
-    request to the write path (pg_writer) and gets ONE answer with one
-    result per item. How the push was made durable (PostgreSQL or the disk
-    spool) is the write path's business: see actors/pg/route.h.
+    Every front door that pushes (HTTP push, SQS SendMessage(Batch)) sends
+    ONE push request to the write path (pg_writer) and gets ONE answer
+    with one result per item. How the push was made durable (PostgreSQL or
+    the disk spool) is the write path's business: see actors/pg/push_route.h.
 
     QN_MSG_PUSH (request, codec or spool replay -> pg_writer)
         [tenant, flags, [item, ...]]
         flags: bit 0 = replay (from the spool: never re-routed)
         item:  [queue, partition|nil, txn|nil, payload (bin|str), trace|nil,
-                producer|nil, encrypted|nil (, not_before_us|nil)]
-               the eighth field only on a delayed item
+                producer|nil, encrypted|nil (, not_before_us|nil (, sqs|nil))]
+               seven fields; the eighth on a delayed item or an SQS item,
+               the ninth on an SQS item only: the SQS metadata of an SQS
+               send as JSON text (schema/functions/63_sqs_push.sql says
+               its keys). An SQS item carries no transaction id of its
+               own: one it has was minted by the spool and is its MessageId.
+               Every reader decodes an item with qn_msg_push_item_decode.
     QN_MSG_PUSH_ANSWER (reply, pg_writer or spool -> the request's reply_to)
         [ok, sqlstate, message, [[status, seq, partition_id, txn|nil], ...]]
         ok false: the whole push was refused (sqlstate says why, no item
         was written); ok true: one result per item, in request order:
         status QN_PUSH_QUEUED (committed in PostgreSQL: seq, partition_id),
-        QN_PUSH_DUPLICATE (txn already there: seq of the stored message),
+        QN_PUSH_DUPLICATE (txn already there, or an SQS deduplication id
+        seen: seq of the stored message),
         QN_PUSH_BUFFERED (fsync'd in the spool: txn is the transaction id
         it carries, minted when the request had none).
     Pure: no sockets, threads or logging.
@@ -42,18 +48,15 @@ typedef struct {
     const char *tenant;
     size_t tenant_len;
     bool replay;
-    const msgpack_object *items;        //  count items (arrays, checked)
-    uint32_t count;
+    const msgpack_object *items;        //  count items, each checked: read
+    uint32_t count;                     //  them with qn_msg_push_item_decode
 } qn_msg_push_t;
-
-//  True when item has the shape above.
-bool qn_msg_push_item_ok (const msgpack_object *item);
 
 //  Packs the head of a request; the caller then packs `count` items.
 void qn_msg_push_begin (msgpack_packer *pk, const char *tenant, size_t tenant_len,
                         bool replay, uint32_t count);
-//  One item to encode. Strings are not NUL-terminated; a NULL pointer
-//  packs nil (queue and payload are never NULL).
+//  One item, to encode or decoded. Strings are not NUL-terminated; a
+//  NULL pointer is nil (queue and payload are never NULL).
 typedef struct {
     const char *queue;
     size_t queue_len;
@@ -68,15 +71,22 @@ typedef struct {
     const char *producer;
     size_t producer_len;
     bool encrypted;
-    bool has_not_before;        //  Adds the eighth field
+    bool has_not_before;        //  The eighth field is an instant
     int64_t not_before_us;
+    const char *sqs;            //  The ninth field: SQS metadata (JSON), or NULL
+    size_t sqs_len;
 } qn_msg_push_item_t;
 
 //  Packs one item of a request.
 void qn_msg_push_item (msgpack_packer *pk, const qn_msg_push_item_t *it);
-//  Packs an item given as a msgpack object (the spool, pg_writer); with
-//  `txn` non-NULL its transaction id field is replaced by that string.
-void qn_msg_push_item_copy (msgpack_packer *pk, const msgpack_object *item, const char *txn);
+//  The one decoder of an item (a request's, a spool record's): fills out,
+//  whose strings point into item. 0, or -1 when item has not the shape
+//  above.
+int qn_msg_push_item_decode (const msgpack_object *item, qn_msg_push_item_t *out);
+//  Packs a decoded item again (the spool); with `txn` non-NULL its
+//  transaction id is replaced by that NUL-terminated string. -1 (nothing
+//  packed) when item does not decode.
+int qn_msg_push_item_copy (msgpack_packer *pk, const msgpack_object *item, const char *txn);
 //  Decodes a request. holder is initialised by the caller and destroyed
 //  after the last use of out. 0, or -1 when malformed (any bad item).
 int qn_msg_push_decode (const char *buf, size_t len, msgpack_unpacked *holder,

@@ -8,7 +8,7 @@
 
 void
 qn_msg_spool_append_encode (msgpack_sbuffer *out, const char *tenant, size_t tenant_len,
-                            const msgpack_object *items, uint32_t count, char (*minted) [37])
+                            const qn_msg_push_item_t *items, uint32_t count, char (*minted) [37])
 {
     msgpack_packer pk;
     msgpack_packer_init (&pk, out, msgpack_sbuffer_write);
@@ -16,8 +16,14 @@ qn_msg_spool_append_encode (msgpack_sbuffer *out, const char *tenant, size_t ten
     msgpack_pack_str (&pk, tenant_len);
     msgpack_pack_str_body (&pk, tenant, tenant_len);
     msgpack_pack_array (&pk, count);
-    for (uint32_t i = 0; i < count; i++)
-        qn_msg_push_item_copy (&pk, &items [i], minted && minted [i][0] ? minted [i] : NULL);
+    for (uint32_t i = 0; i < count; i++) {
+        qn_msg_push_item_t it = items [i];
+        if (minted && minted [i][0]) {
+            it.txn = minted [i];
+            it.txn_len = strlen (minted [i]);
+        }
+        qn_msg_push_item (&pk, &it);
+    }
 }
 
 int
@@ -37,8 +43,9 @@ qn_msg_spool_append_decode (const char *buf, size_t len, msgpack_unpacked *holde
     ||  o->via.array.ptr [1].via.array.size == 0)
         return -1;
     const msgpack_object *items = &o->via.array.ptr [1];
+    qn_msg_push_item_t it;
     for (uint32_t i = 0; i < items->via.array.size; i++)
-        if (!qn_msg_push_item_ok (&items->via.array.ptr [i]))
+        if (qn_msg_push_item_decode (&items->via.array.ptr [i], &it))
             return -1;
     out->tenant = o->via.array.ptr [0].via.str.ptr;
     out->tenant_len = o->via.array.ptr [0].via.str.size;

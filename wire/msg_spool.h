@@ -5,7 +5,7 @@
         [tenant, [item, ...]]   items as in wire/msg_push.h, every txn
         set. The same bytes are the body of a record on disk
         (wire/spool_codec.h), so the decoder takes hostile input: bounded
-        pre-check, every item checked (fuzzed: test/fuzz/fuzz_msg_spool.c).
+        pre-check, every item checked (fuzzed: test/fuzz/fuzz_spool.c).
     QN_MSG_SPOOL_STATS_ASK (request, system routes -> spool)  []
     QN_MSG_SPOOL_STATS_REPLY (its reply)
         [pending, failed, db_healthy, buffer_healthy, failed_bytes]
@@ -24,17 +24,19 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "wire/msg_push.h"
+
 typedef struct {
     const char *tenant;
     size_t tenant_len;
-    const msgpack_object *items;        //  count items, each checked
-    uint32_t count;                     //  >= 1
+    const msgpack_object *items;        //  count items, each checked: read
+    uint32_t count;                     //  them with qn_msg_push_item_decode; >= 1
 } qn_msg_spool_append_t;
 
-//  Packs an append of `count` items copied from `items`; minted [i]
-//  (when minted and minted [i][0]) replaces a nil transaction id.
+//  Packs an append of the `count` items; minted [i] (when minted and
+//  minted [i][0]) replaces item i's transaction id.
 void qn_msg_spool_append_encode (msgpack_sbuffer *out, const char *tenant, size_t tenant_len,
-                                 const msgpack_object *items, uint32_t count,
+                                 const qn_msg_push_item_t *items, uint32_t count,
                                  char (*minted) [37]);
 //  holder is initialised by the caller, destroyed after the last use of
 //  out. 0, or -1 when malformed (no items, a bad item, trailing bytes).

@@ -1,11 +1,15 @@
 /*  actors/pg/batch.c - the push operation in the write path
-    Every push (QN_MSG_PUSH, from any front door, or a replay from the
-    spool) arrives here and is routed by the pure decision of push_route.h:
-    into PostgreSQL, where concurrent pushes are merged into one queen.push
-    call (typed arrays; a push waits for a batch only while every push lane
-    is busy, so light load gets low latency and heavy load big batches;
-    the second lane starts only on partitions the batch in flight does not
-    hold, so two lanes never wait on each other's partition locks),
+    Every QN_MSG_PUSH arrives here: the HTTP push route (codec_http), SQS
+    SendMessage(Batch) (codec_sqs) and the spool's replays. (Transaction
+    bundles are one PG_EXEC of queen.bundle; Kafka Produce is one
+    kafka_push statement, not spooled: docs/kafka.md.) A push is routed by
+    the pure decision of push_route.h: into PostgreSQL, where concurrent
+    pushes are merged into one queen.push call (queen.push_sqs when SQS
+    items are in the batch; typed arrays; a push waits for a batch only
+    while every push lane is busy, so light load gets low latency and
+    heavy load big batches; the second lane starts only on partitions the
+    batch in flight does not hold, so two lanes never wait on each other's
+    partition locks),
     or to the disk spool with the pusher's reply address, so the spool
     answers the pusher itself after fdatasync. A push that PostgreSQL could
     not take for a connection-class reason goes to the spool too: a push
@@ -52,7 +56,7 @@ s_to_spool (qn_pgw_t *self, qn_pgw_push_t *r)
 {
     char (*minted) [37] = qn_zalloc (r->count * sizeof *minted);
     for (uint32_t i = 0; i < r->count; i++)
-        if (r->items [i].via.array.ptr [2].type != MSGPACK_OBJECT_STR)
+        if (!r->items [i].txn)
             qn_uuid_v7 (minted [i]);
     msgpack_sbuffer_clear (&self->reply);
     qn_msg_spool_append_encode (&self->reply, r->tenant, r->tenant_len, r->items, r->count, minted);
@@ -151,6 +155,24 @@ qn_pgw_fail_queued_pushes (qn_pgw_t *self, const char *sqlstate, const char *mes
 
 // ------------------------------------------------------------------ receiving
 int
+qn_pgw_push_decode (qn_pgw_push_t *r)
+{
+    qn_msg_push_t m;
+    if (qn_msg_push_decode (r->body, r->body_len, &r->msg, &m) || !m.count)
+        return -1;
+    r->tenant = m.tenant;
+    r->tenant_len = m.tenant_len;
+    r->count = m.count;
+    r->replay = m.replay;
+    r->items = qn_malloc (m.count * sizeof *r->items);
+    for (uint32_t i = 0; i < m.count; i++) {
+        qn_msg_push_item_decode (&m.items [i], &r->items [i]);     //  Checked by the decoder
+        r->sqs |= r->items [i].sqs != NULL;
+    }
+    return 0;
+}
+
+int
 qn_pgw_on_push (void *self_, const qn_env_t *env)
 {
     qn_pgw_t *self = self_;
@@ -163,18 +185,12 @@ qn_pgw_on_push (void *self_, const qn_env_t *env)
     r->body = qn_malloc (env->body.len ? env->body.len : 1);
     r->body_len = env->body.len;
     memcpy (r->body, env->body.ptr, env->body.len);
-    qn_msg_push_t m;
-    if (qn_msg_push_decode (r->body, r->body_len, &r->msg, &m) || !m.count || !self->is_writer) {
+    if (qn_pgw_push_decode (r) || !self->is_writer) {
         s_refuse (self, r->reply_to, r->corr, "XX000", self->is_writer ? "malformed push request"
                                                                       : "pushes go to pg_writer");
         qn_pgw_push_free (r);
         return 0;
     }
-    r->tenant = m.tenant;
-    r->tenant_len = m.tenant_len;
-    r->items = m.items;
-    r->count = m.count;
-    r->replay = m.replay;
     qn_push_route_to_t to = qn_push_route_push (&self->route, r->replay);
     if (to == QN_PUSH_TO_WAIT) {
         s_refuse (self, r->reply_to, r->corr, "57P03",
@@ -220,15 +236,16 @@ qn_pgw_on_drained (void *self_, const qn_env_t *env)
 // ------------------------------------------------------------------ batching
 //  Cheap 64-bit key of (queue, partition) for counting distinct partitions.
 static uint64_t
-s_part_key (const msgpack_object *item)
+s_part_key (const qn_msg_push_item_t *it)
 {
     uint64_t h = 1469598103934665603ULL;
+    const char *ptr [2] = { it->queue, it->partition };
+    size_t len [2] = { it->queue_len, it->partition_len };
     for (int f = 0; f < 2; f++) {
-        const msgpack_object *s = &item->via.array.ptr [f];
-        if (s->type != MSGPACK_OBJECT_STR)
+        if (!ptr [f])
             continue;
-        for (uint32_t i = 0; i < s->via.str.size; i++)
-            h = (h ^ (uint8_t) s->via.str.ptr [i]) * 1099511628211ULL;
+        for (size_t i = 0; i < len [f]; i++)
+            h = (h ^ (uint8_t) ptr [f][i]) * 1099511628211ULL;
         h = (h ^ 0xff) * 1099511628211ULL;
     }
     return h ? h : 1;
@@ -239,6 +256,75 @@ s_key_cmp (const void *a, const void *b)
 {
     uint64_t x = *(const uint64_t *) a, y = *(const uint64_t *) b;
     return x < y ? -1 : x > y;
+}
+
+//  The fields of an item in wire order (wire/msg_push.h): queue,
+//  partition, txn, payload, trace, producer, encrypted, not-before, sqs.
+#define S_FIELDS 9
+
+//  Field f of an item as the msgpack value its array parameter encodes
+//  (nil for an absent one).
+static msgpack_object
+s_field (const qn_msg_push_item_t *it, int f)
+{
+    msgpack_object o = { .type = MSGPACK_OBJECT_NIL };
+    const char *p = NULL;
+    size_t n = 0;
+    switch (f) {
+        case 0: p = it->queue; n = it->queue_len; break;
+        case 1: p = it->partition; n = it->partition_len; break;
+        case 2: p = it->txn; n = it->txn_len; break;
+        case 3:
+            o.type = MSGPACK_OBJECT_BIN;
+            o.via.bin.ptr = it->payload;
+            o.via.bin.size = (uint32_t) it->payload_len;
+            return o;
+        case 4: p = it->trace; n = it->trace_len; break;
+        case 5: p = it->producer; n = it->producer_len; break;
+        case 6:
+            o.type = MSGPACK_OBJECT_BOOLEAN;
+            o.via.boolean = it->encrypted;
+            return o;
+        case 7:
+            if (it->has_not_before) {
+                o.type = MSGPACK_OBJECT_NEGATIVE_INTEGER;
+                o.via.i64 = it->not_before_us;
+                if (it->not_before_us >= 0) {
+                    o.type = MSGPACK_OBJECT_POSITIVE_INTEGER;
+                    o.via.u64 = (uint64_t) it->not_before_us;
+                }
+            }
+            return o;
+        default: p = it->sqs; n = it->sqs_len; break;
+    }
+    if (p) {
+        o.type = MSGPACK_OBJECT_STR;
+        o.via.str.ptr = p;
+        o.via.str.size = (uint32_t) n;
+    }
+    return o;
+}
+
+//  Parameter p of batch j: the array of field f of every item, in order.
+static void
+s_array_param (qn_pgw_job_t *j, int p, uint32_t elem_oid, int f)
+{
+    char err [160];
+    qn_pg_array_t a;
+    j->offsets [p] = j->params.len;
+    qn_pg_array_begin (&a, &j->params, elem_oid);
+    for (qn_pgw_push_t *r = j->reqs; r; r = r->next)
+        for (uint32_t i = 0; i < r->count; i++) {
+            msgpack_object v = s_field (&r->items [i], f);
+            if (qn_pg_array_add (&a, &v, err, sizeof err)) {
+                //  The codec validated every item: this is a bug.
+                qn_error ("push item does not encode: field=%d reason=%s", f, err);
+                qn_pg_array_add (&a, NULL, err, sizeof err);
+            }
+        }
+    qn_pg_array_end (&a);
+    j->lengths [p] = (int) (j->params.len - j->offsets [p]);
+    j->formats [p] = 1;
 }
 
 bool
@@ -264,7 +350,6 @@ qn_pgw_build_push_batch (qn_pgw_t *self, const qn_pgw_job_t *busy)
 {
     qn_pgw_job_t *j = qn_zalloc (sizeof *j);
     j->kind = J_PUSH;
-    j->stmt_id = QN_SQL_PUSH_AT;
     qn_pgw_push_t *last = NULL;
     uint32_t parts = 0;
     uint64_t seen [QN_PGW_PUSH_MAX_PARTS];
@@ -323,67 +408,41 @@ qn_pgw_build_push_batch (qn_pgw_t *self, const qn_pgw_job_t *busy)
     for (uint32_t i = 0; i < nk; i++)
         if (!j->part_count || j->part_keys [j->part_count - 1] != j->part_keys [i])
             j->part_keys [j->part_count++] = j->part_keys [i];
-    //  Parameters: tenant, queues, partitions, txn ids, payloads, trace
-    //  ids, producers, encrypted flags, strict.
-    static const uint32_t elems [7] = {
-        QN_OID_TEXT, QN_OID_TEXT, QN_OID_TEXT, QN_OID_BYTEA, QN_OID_UUID, QN_OID_TEXT, QN_OID_BOOL
-    };
-    j->nparams = 9;
+    //  Parameters: tenant, then one array per item field (queues,
+    //  partitions, txn ids, payloads, trace ids, producers, encrypted
+    //  flags), strict, the not-before instants (NULL for the whole batch
+    //  when no item is delayed) and, for queen.push_sqs, the SQS metadata.
+    bool delayed = false, sqs = false;
+    for (qn_pgw_push_t *r = j->reqs; r; r = r->next) {
+        sqs |= r->sqs;
+        for (uint32_t i = 0; i < r->count && !delayed; i++)
+            delayed = r->items [i].has_not_before;
+    }
+    j->stmt_id = sqs ? QN_SQL_PUSH_SQS : QN_SQL_PUSH_AT;
+    j->nparams = sqs ? 11 : 10;
     j->offsets [0] = 0;
     qn_buf_append (&j->params, j->reqs->tenant, j->reqs->tenant_len);
     j->lengths [0] = (int) j->reqs->tenant_len;
     j->formats [0] = 1;
-    char err [160];
-    for (int f = 0; f < 7; f++) {
-        qn_pg_array_t a;
-        size_t at = j->params.len;
-        qn_pg_array_begin (&a, &j->params, elems [f]);
-        for (qn_pgw_push_t *r = j->reqs; r; r = r->next)
-            for (uint32_t i = 0; i < r->count; i++) {
-                const msgpack_object *item = &r->items [i];
-                const msgpack_object *v = item->type == MSGPACK_OBJECT_ARRAY
-                                       && item->via.array.size > (uint32_t) f
-                                        ? &item->via.array.ptr [f] : NULL;
-                if (qn_pg_array_add (&a, v, err, sizeof err)) {
-                    //  The codec validated every item: this is a bug.
-                    qn_error ("push item does not encode: field=%d reason=%s", f, err);
-                    qn_pg_array_add (&a, NULL, err, sizeof err);
-                }
-            }
-        qn_pg_array_end (&a);
-        j->offsets [f + 1] = at;
-        j->lengths [f + 1] = (int) (j->params.len - at);
-        j->formats [f + 1] = 1;
-    }
+    static const uint32_t elems [S_FIELDS] = {
+        QN_OID_TEXT, QN_OID_TEXT, QN_OID_TEXT, QN_OID_BYTEA, QN_OID_UUID, QN_OID_TEXT, QN_OID_BOOL,
+        QN_OID_INT8, QN_OID_TEXT
+    };
+    for (int f = 0; f < 7; f++)
+        s_array_param (j, f + 1, elems [f], f);
     j->offsets [8] = j->params.len;
     qn_buf_putc (&j->params, 0);
     j->lengths [8] = 1;
     j->formats [8] = 1;
-    //  Per-message not-before instants (item field 7, us since the epoch),
-    //  or NULL for the whole batch when no item is delayed.
-    j->nparams = 10;
-    bool delayed = false;
-    for (qn_pgw_push_t *r = j->reqs; r && !delayed; r = r->next)
-        for (uint32_t i = 0; i < r->count && !delayed; i++)
-            delayed = r->items [i].type == MSGPACK_OBJECT_ARRAY
-                   && r->items [i].via.array.size > 7;
-    j->offsets [9] = j->params.len;
-    j->nulls [9] = !delayed;
-    j->formats [9] = 1;
-    if (delayed) {
-        qn_pg_array_t a;
-        qn_pg_array_begin (&a, &j->params, QN_OID_INT8);
-        for (qn_pgw_push_t *r = j->reqs; r; r = r->next)
-            for (uint32_t i = 0; i < r->count; i++) {
-                const msgpack_object *item = &r->items [i];
-                const msgpack_object *nb = item->type == MSGPACK_OBJECT_ARRAY
-                                        && item->via.array.size > 7 ? &item->via.array.ptr [7] : NULL;
-                if (qn_pg_array_add (&a, nb, err, sizeof err))
-                    qn_pg_array_add (&a, NULL, err, sizeof err);
-            }
-        qn_pg_array_end (&a);
+    if (delayed)
+        s_array_param (j, 9, elems [7], 7);
+    else {
+        j->offsets [9] = j->params.len;
+        j->nulls [9] = true;
+        j->formats [9] = 1;
     }
-    j->lengths [9] = (int) (j->params.len - j->offsets [9]);
+    if (sqs)
+        s_array_param (j, 10, elems [8], 8);
     return j;
 }
 
@@ -460,23 +519,22 @@ s_answer (qn_pgw_t *self, qn_pgw_push_t *r, PGresult *res, int first, int last, 
         qn_msg_push_result (&pk, &it);
     }
     qn_pgw_send_reply (self, r->reply_to, r->corr, QN_MSG_PUSH_ANSWER);
-    const msgpack_object *run = NULL;       //  Queue of the current run of stored items
+    const qn_msg_push_item_t *run = NULL;   //  Item of the current run of stored items
     int64_t run_n = 0;
     for (int row = first; row < last; row++) {
-        const msgpack_object *q = &r->items [row - first].via.array.ptr [0];
+        const qn_msg_push_item_t *q = &r->items [row - first];
         if (s_col_true (res, row, 4))
             continue;
-        s_committed_once (self, seen, r->tenant, r->tenant_len, q->via.str.ptr, q->via.str.size);
-        if (run && (run->via.str.size != q->via.str.size
-                 || memcmp (run->via.str.ptr, q->via.str.ptr, q->via.str.size))) {
-            s_count_queue (self, "messages_pushed_total", run->via.str.ptr, run->via.str.size, run_n);
+        s_committed_once (self, seen, r->tenant, r->tenant_len, q->queue, q->queue_len);
+        if (run && (run->queue_len != q->queue_len || memcmp (run->queue, q->queue, q->queue_len))) {
+            s_count_queue (self, "messages_pushed_total", run->queue, run->queue_len, run_n);
             run_n = 0;
         }
         run = q;
         run_n++;
     }
     if (run)
-        s_count_queue (self, "messages_pushed_total", run->via.str.ptr, run->via.str.size, run_n);
+        s_count_queue (self, "messages_pushed_total", run->queue, run->queue_len, run_n);
 }
 
 

@@ -47,6 +47,14 @@ static const qn_sql_stmt_t s_stmts [QN_SQL_COUNT_] = {
         " FROM queen.push ($1, $2, $3, $4, $5, $6, $7, $8, $9, queen.ts_of_us ($10))", 10,
         { T, TA, TA, TA, QN_OID_BYTEA_ARR, QN_OID_UUID_ARR, TA, QN_OID_BOOL_ARR, QN_OID_BOOL,
           QN_OID_INT8_ARR } },
+    //  A push batch that holds SQS items: queen.push_sqs (63_sqs_push.sql)
+    //  with one more array, the items' SQS metadata (JSON text or NULL).
+    [QN_SQL_PUSH_SQS] = { "push_sqs",
+        "SELECT ord, seq, partition_id, queue_id, duplicate"
+        " FROM queen.push_sqs ($1, $2, $3, $4, $5, $6, $7, $8, $9, queen.ts_of_us ($10),"
+        " $11::text[]::jsonb[])", 11,
+        { T, TA, TA, TA, QN_OID_BYTEA_ARR, QN_OID_UUID_ARR, TA, QN_OID_BOOL_ARR, QN_OID_BOOL,
+          QN_OID_INT8_ARR, TA } },
     [QN_SQL_STREAMS_REGISTER] = { "streams_register",
         "SELECT status, query_id, fresh, reset, old_hash FROM queen_streams.register ($1, $2, $3, $4, $5, $6)", 6,
         { T, T, T, T, T, QN_OID_BOOL } },
@@ -151,11 +159,6 @@ static const qn_sql_stmt_t s_stmts [QN_SQL_COUNT_] = {
         "SELECT existed FROM queen.sqs_delete ($1, $2)", 2, { T, T } },
     [QN_SQL_SQS_PURGE] = { "sqs_purge",
         "SELECT status FROM queen.sqs_purge ($1, $2)", 2, { T, T } },
-    [QN_SQL_SQS_SEND] = { "sqs_send",
-        "SELECT ord, seq, partition_id, duplicate, queue_name FROM queen.sqs_send ($1, $2, $3, $4, $5,"
-        " $6::text[]::jsonb[], $7::text[]::jsonb[], $8, $9, $10, $11, $12)", 12,
-        { T, T, TA, QN_OID_BYTEA_ARR, QN_OID_INT8_ARR, TA, TA, TA, TA, T, QN_OID_BOOL, QN_OID_BOOL },
-        .wake_queue_col = 5 },                          //  queue_name of pushed items
     [QN_SQL_SQS_RECEIVE] = { "sqs_receive",
         "SELECT partition_id, partition_name, seq, created_at, payload, receive_count, first_at,"
         " attrs::text, sys_attrs::text, group_id, dedup_id, sender_id, next_due, moved, message_id, sent_at,"

@@ -61,7 +61,7 @@ typedef enum {
     QN_SQL_SQS_TAGS,
     QN_SQL_SQS_DELETE,
     QN_SQL_SQS_PURGE,
-    QN_SQL_SQS_SEND,
+    QN_SQL_SQS_SEND,                //  Retired: SQS sends are push items (QN_SQL_PUSH_SQS)
     QN_SQL_SQS_RECEIVE,
     QN_SQL_SQS_ACK,
     QN_SQL_SQS_VISIBILITY,
@@ -78,6 +78,7 @@ typedef enum {
     QN_SQL_SQS_KEY_DISABLE,         //  admin route (pg_writer)
     QN_SQL_QUEUE_ENCRYPTION,        //  kafka codec: which topics seal their Produce payloads (pg_reader)
     QN_SQL_INGEST_ROLLUP,           //  retention actor: throughput rollup (0019_ops.sql, 20_admin.sql)
+    QN_SQL_PUSH_SQS,                //  pg_writer: a push batch with SQS items (63_sqs_push.sql)
     QN_SQL_COUNT_
 } qn_sql_id_t;
 

@@ -2,8 +2,10 @@
     Runs prepared statements for the other actors over a pool of
     non-blocking libpq connections in pipeline mode, binary parameters and
     binary results. pg_writer is also the write path: the push operation
-    (QN_MSG_PUSH, any front door) is routed to PostgreSQL or the disk spool
-    here (batch.c, route.h), and it owns the maintenance flags (maint.c).
+    (QN_MSG_PUSH, from the HTTP push route, SQS SendMessage(Batch) and spool
+    replays; Kafka Produce runs its own statement) is routed to PostgreSQL
+    or the disk spool here (batch.c, push_route.h), and it owns the
+    maintenance flags (maint.c).
     This file is the actor: its state, routes, statement jobs and the
     scheduling of work onto connections (conn.c).
     Receives  QN_MSG_PG_EXEC, QN_MSG_PUSH, QN_MSG_MAINT_SET,
@@ -110,6 +112,7 @@ void
 qn_pgw_push_free (qn_pgw_push_t *r)
 {
     msgpack_unpacked_destroy (&r->msg);
+    free (r->items);
     free (r->body);
     free (r);
 }

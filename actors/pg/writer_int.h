@@ -5,8 +5,8 @@
       conn.c    the connection state machine (connect, send, read, drop)
                 and the health connection's "db" events
       batch.c   pushes: routing (actors/pg/push_route.h), batching into one
-                queen.push, per-item answers, "committed" events, hand-off
-                to the spool
+                queen.push (queen.push_sqs when SQS items are in it),
+                per-item answers, "committed" events, hand-off to the spool
       acks.c    acks: the ack lanes, merging queued acks into one
                 queen.ack, per-request answers
       maint.c   the maintenance flags (owner: persist, poll, publish)
@@ -18,6 +18,7 @@
 #include "actors/actors.h"
 #include "actors/pg/push_route.h"
 #include "actors/pg/statements.h"
+#include "wire/msg_push.h"
 
 #include <libpq-fe.h>
 #include <msgpack.h>
@@ -50,8 +51,9 @@ typedef struct qn_pgw_push {
     size_t body_len;
     const char *tenant;         //  Points into body
     size_t tenant_len;
-    const msgpack_object *items;    //  count items, point into msg
+    qn_msg_push_item_t *items;  //  Owned: count decoded items, pointing into body
     uint32_t count;
+    bool sqs;                   //  An item carries SQS metadata (queen.push_sqs)
     bool replay;                //  From the spool: never re-routed
     uint32_t first_ord;         //  0-based position of item 0 in the batch
     bool solo;                  //  Run alone (after a merged batch failed)
@@ -186,6 +188,9 @@ void qn_pgw_publish_health (qn_pgw_t *self, bool up);
 
 // ------------------------------------------------------------------ batch.c
 int qn_pgw_on_push (void *self_, const qn_env_t *env);
+//  Decodes r->body (a QN_MSG_PUSH body, owned by r) into r's tenant,
+//  flags and items. 0, or -1 when malformed or without items.
+int qn_pgw_push_decode (qn_pgw_push_t *r);
 int qn_pgw_on_drained (void *self_, const qn_env_t *env);
 //  Takes queued push requests into one batch. busy (NULL: none) is the
 //  push batch in flight on the other lane: the batch stops before the

@@ -143,12 +143,9 @@ s_buffered_answer (const qn_msg_spool_append_t *m, msgpack_sbuffer *out)
     msgpack_packer_init (&pk, out, msgpack_sbuffer_write);
     qn_msg_push_answer_begin (&pk, m->count);
     for (uint32_t i = 0; i < m->count; i++) {
-        const msgpack_object *txn = &m->items [i].via.array.ptr [2];
-        qn_msg_push_result_t r = { .status = QN_PUSH_BUFFERED };
-        if (txn->type == MSGPACK_OBJECT_STR) {
-            r.txn = txn->via.str.ptr;
-            r.txn_len = txn->via.str.size;
-        }
+        qn_msg_push_item_t it;
+        qn_msg_push_item_decode (&m->items [i], &it);   //  Checked by the append's decoder
+        qn_msg_push_result_t r = { .status = QN_PUSH_BUFFERED, .txn = it.txn, .txn_len = it.txn_len };
         qn_msg_push_result (&pk, &r);
     }
 }

@@ -6,12 +6,15 @@
     ops.c into the messaging core's operations; the answer goes back in the
     request's protocol, errors in its own shape.
     Receives  QN_MSG_HTTP_REQUEST / HTTP_CLOSED / HTTP_DRAINED from
-              sqs_acceptor, PG_RESULT replies, "committed" events
+              sqs_acceptor, PG_RESULT and PUSH_ANSWER replies, "committed"
+              and "db" events
     Sends     QN_MSG_HTTP_RESPONSE to sqs_acceptor; PG_EXEC of the SQS
-              catalogue statements to pg_writer (access keys: pg_reader)
+              catalogue statements to pg_writer (access keys: pg_reader);
+              QN_MSG_PUSH (SendMessage(Batch)) to pg_writer
     Owns      the request contexts; the parked ReceiveMessage long-polls (a
               park table, actors/park/park.h); responses held while the
-              acceptor is full (sent in order when it drains); the key table
+              acceptor is full (sent in order when it drains); the key table;
+              the last settings read per queue (qcache.c)
     Failure   bad input, bad signatures and unknown queues get the
               protocol's error; database trouble ServiceUnavailable (503) or
               InternalFailure (500); the actor carries on
@@ -28,6 +31,7 @@
 #include "wire/http_api.h"
 #include "wire/crypto.h"
 #include "wire/ids.h"
+#include "wire/msg_db.h"
 #include "wire/msg_http.h"
 #include "wire/sigv4.h"
 
@@ -42,6 +46,7 @@
 #define S_ACCEPTOR          "sqs_acceptor"
 #define S_MAX_SKEW_S        900
 #define S_MAX_KEYS          64
+#define S_SPOOL_WAIT_MS     15000   //  A push handed to the spool is answered after fsync
 
 typedef struct {
     char *access_key;           //  Owned
@@ -62,18 +67,24 @@ struct qn_sqs_codec {
     qn_door_out_t *out_door;    //  Owned: responses to sqs_acceptor, held (in
                                 //  order) while it is full (actors/door/door.h)
     qn_crypto_keys_t *ring;     //  Owned: payload keys, built on first use
+    qn_sqs_qcache_t *qcache;    //  Owned: the last settings read per queue
+    bool db_up;                 //  pg_writer's last "db" event
 };
 
+//  A call in flight for a request: a statement (cb) or a push (answer).
 typedef struct {
     qn_sqs_codec_t *codec;
     uint64_t id;
     qn_sqs_result_fn *cb;
+    qn_sqs_answer_fn *answer;
 } s_call_t;
 
 qn_kernel_t *qn_sqs_kernel (qn_sqs_codec_t *codec) { return codec->kernel; }
 const qn_config_t *qn_sqs_config (qn_sqs_codec_t *codec) { return codec->config; }
 qn_park_t *qn_sqs_park (qn_sqs_codec_t *codec) { return codec->park; }
 bool qn_sqs_draining (qn_sqs_codec_t *codec) { return codec->draining; }
+bool qn_sqs_db_up (qn_sqs_codec_t *codec) { return codec->db_up; }
+qn_sqs_qcache_t *qn_sqs_qcache (qn_sqs_codec_t *codec) { return codec->qcache; }
 
 qn_crypto_keys_t *
 qn_sqs_keys (qn_sqs_codec_t *codec)
@@ -245,11 +256,18 @@ qn_sqs_reply_errorf (qn_sqs_req_t *r, qn_sqs_code_t code, const char *fmt, ...)
     qn_sqs_reply_error (r, &err);
 }
 
+bool
+qn_sqs_pg_unavailable (const qn_pg_result_t *res)
+{
+    const char *s = res->sqlstate;
+    return res->timed_out || !strncmp (s, "08", 2) || !strncmp (s, "57", 2) || !strncmp (s, "53", 2);
+}
+
 void
 qn_sqs_reply_pg_error (qn_sqs_req_t *r, const qn_pg_result_t *res)
 {
     const char *s = res->sqlstate;
-    if (res->timed_out || !strncmp (s, "08", 2) || !strncmp (s, "57", 2) || !strncmp (s, "53", 2)) {
+    if (qn_sqs_pg_unavailable (res)) {
         qn_sqs_reply_errorf (r, QN_SQS_E_SERVICE_UNAVAILABLE, "The database is unavailable; retry.");
         return;
     }
@@ -270,8 +288,6 @@ s_on_call_reply (void *self_, void *arg, const qn_env_t *env)
     (void) self_;
     s_call_t *call = arg;
     qn_sqs_codec_t *codec = call->codec;
-    qn_pg_result_t res;
-    qn_pg_result_decode (env? env->body.ptr: NULL, env? env->body.len: 0, &res);
     qn_sqs_req_t *r = qn_hashmap_get (codec->requests, call->id);
     if (r) {
         r->pending--;
@@ -282,10 +298,28 @@ s_on_call_reply (void *self_, void *arg, const qn_env_t *env)
                 s_req_free (codec, r);
         }
         else
+        if (call->answer)
+            call->answer (codec, r, env);
+        else {
+            qn_pg_result_t res;
+            qn_pg_result_decode (env? env->body.ptr: NULL, env? env->body.len: 0, &res);
             call->cb (codec, r, &res);
+            qn_pg_result_free (&res);
+        }
     }
-    qn_pg_result_free (&res);
     free (call);
+}
+
+//  Sends msg as a request of r whose reply goes to call; 0 or a QN_E*.
+static int
+s_call (qn_sqs_codec_t *codec, qn_sqs_req_t *r, qn_msg_t *msg, uint32_t timeout_ms, s_call_t *call)
+{
+    int rc = qn_request (codec->kernel, msg, timeout_ms, s_on_call_reply, call);
+    if (rc)
+        free (call);
+    else
+        r->pending++;
+    return rc;
 }
 
 int
@@ -296,16 +330,24 @@ qn_sqs_exec (qn_sqs_codec_t *codec, qn_sqs_req_t *r, uint32_t stmt, const qn_pg_
     msgpack_sbuffer_init (&b);
     qn_msg_pg_exec_encode (&b, stmt, NULL, args);
     s_call_t *call = qn_zalloc (sizeof *call);
-    *call = (s_call_t) { codec, r->id, cb };
+    *call = (s_call_t) { codec, r->id, cb, NULL };
     qn_msg_t msg = { .to = "pg_writer", .type = QN_MSG_PG_EXEC, .body = b.data, .body_len = b.size };
-    int rc = qn_request (codec->kernel, &msg, (uint32_t) codec->config->db_statement_timeout_ms + 2000,
-                         s_on_call_reply, call);
+    int rc = s_call (codec, r, &msg, (uint32_t) codec->config->db_statement_timeout_ms + 2000, call);
     msgpack_sbuffer_destroy (&b);
-    if (rc)
-        free (call);
-    else
-        r->pending++;
     return rc;
+}
+
+int
+qn_sqs_push (qn_sqs_codec_t *codec, qn_sqs_req_t *r, const char *body, size_t len,
+             qn_sqs_answer_fn *answer)
+{
+    s_call_t *call = qn_zalloc (sizeof *call);
+    *call = (s_call_t) { codec, r->id, NULL, answer };
+    qn_msg_t msg = { .to = "pg_writer", .type = QN_MSG_PUSH, .body = body, .body_len = len };
+    //  The write path answers within the statement timeout, or after a
+    //  hand-off to the spool and its sync.
+    return s_call (codec, r, &msg, (uint32_t) codec->config->db_statement_timeout_ms + 2000
+                                   + S_SPOOL_WAIT_MS, call);
 }
 
 // ------------------------------------------------------------------ Signature V4
@@ -584,10 +626,22 @@ s_on_committed (void *self_, const qn_env_t *env)
 }
 
 static int
+s_on_db (void *self_, const qn_env_t *env)
+{
+    qn_sqs_codec_t *codec = self_;
+    bool up;
+    if (qn_msg_db_health_decode (env->body.ptr, env->body.len, &up))
+        return QN_EPROTO;
+    codec->db_up = up;
+    return 0;
+}
+
+static int
 s_on_start (void *self_, const qn_env_t *env)
 {
     (void) env;
     qn_sqs_codec_t *codec = self_;
+    qn_subscribe (codec->kernel, "db");
     qn_park_start (codec->park);
     qn_sqs_akeys_start (codec->akeys);
     return 0;
@@ -623,6 +677,7 @@ s_destroy (void **self_p)
     qn_park_destroy (&codec->park);
     qn_sqs_akeys_destroy (&codec->akeys);
     qn_crypto_keys_destroy (&codec->ring);
+    qn_sqs_qcache_destroy (&codec->qcache);
     free (codec);
     *self_p = NULL;
 }
@@ -633,6 +688,7 @@ static const qn_route_t s_routes [] = {
     { QN_MSG_HTTP_CLOSED, s_on_closed },
     { QN_MSG_HTTP_DRAINED, s_on_drained },
     { QN_MSG_COMMITTED, s_on_committed },
+    { QN_MSG_DB_HEALTH, s_on_db },
     { 0, NULL }
 };
 
@@ -644,6 +700,8 @@ qn_codec_sqs_new (qn_kernel_t *kernel, const qn_config_t *config)
     codec->config = config;
     codec->requests = qn_hashmap_new ();
     codec->out_door = qn_door_out_new (kernel, S_ACCEPTOR, QN_MSG_HTTP_RESPONSE, "sqs_responses_held");
+    codec->qcache = qn_sqs_qcache_new ();
+    codec->db_up = true;            //  main connected and applied the schema
     s_keys_load (codec, config->sqs_credentials);
     codec->akeys = qn_sqs_akeys_new (kernel, config, s_replay, codec);
     qn_park_def_t park = {

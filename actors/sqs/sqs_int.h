@@ -1,7 +1,10 @@
 /*  actors/sqs/sqs_int.h - what the SQS codec's files share
     codec.c owns the actor (requests, answers, SigV4, the park table);
-    ops.c translates each SQS operation into the messaging core's
-    operations (catalogue statements on pg_writer) and writes the answers.
+    akeys.c the access keys of queen.sqs_keys; qcache.c the last settings
+    read per queue (used during an outage); ops.c dispatches each SQS
+    operation, after reading the queue's settings, to the file of its
+    concern (queues.c, send.c, receive.c, handles.c), which translates it
+    into the messaging core's operations and writes the answer.
 */
 #ifndef QN_ACTORS_SQS_INT_H
 #define QN_ACTORS_SQS_INT_H
@@ -63,12 +66,19 @@ typedef struct {
 } qn_sqs_req_t;
 
 typedef void (qn_sqs_result_fn) (qn_sqs_codec_t *codec, qn_sqs_req_t *r, qn_pg_result_t *res);
+//  A push's answer: env is the QN_MSG_PUSH_ANSWER, NULL at the deadline.
+typedef void (qn_sqs_answer_fn) (qn_sqs_codec_t *codec, qn_sqs_req_t *r, const qn_env_t *env);
+typedef struct qn_sqs_qcache qn_sqs_qcache_t;
 
 // ------------------------------------------------------------------ codec.c
 qn_kernel_t *qn_sqs_kernel (qn_sqs_codec_t *codec);
 const qn_config_t *qn_sqs_config (qn_sqs_codec_t *codec);
 qn_park_t *qn_sqs_park (qn_sqs_codec_t *codec);
 bool qn_sqs_draining (qn_sqs_codec_t *codec);
+//  False while pg_writer reports the database down (event "db").
+bool qn_sqs_db_up (qn_sqs_codec_t *codec);
+//  The last settings read per queue (qcache.c).
+qn_sqs_qcache_t *qn_sqs_qcache (qn_sqs_codec_t *codec);
 //  The key ring of QUEEN_ENCRYPTION_KEY / QUEEN_ENCRYPTION_OLD_KEYS (built
 //  on first use; empty without a key: nothing is sealed then).
 struct qn_crypto_keys *qn_sqs_keys (qn_sqs_codec_t *codec);
@@ -76,6 +86,14 @@ struct qn_crypto_keys *qn_sqs_keys (qn_sqs_codec_t *codec);
 //  called for a request whose client left). Returns 0 or a QN_E*.
 int qn_sqs_exec (qn_sqs_codec_t *codec, qn_sqs_req_t *r, uint32_t stmt, const qn_pg_args_t *args,
                  qn_sqs_result_fn *cb);
+//  Sends the push operation (a QN_MSG_PUSH body, wire/msg_push.h) to
+//  pg_writer; answer gets its answer (never called for a request whose
+//  client left). Returns 0 or a QN_E*.
+int qn_sqs_push (qn_sqs_codec_t *codec, qn_sqs_req_t *r, const char *body, size_t len,
+                 qn_sqs_answer_fn *answer);
+//  A database call that failed for the database's sake (connection,
+//  shutdown, resources, no answer in time), not the request's.
+bool qn_sqs_pg_unavailable (const qn_pg_result_t *res);
 //  Answers r with the body in `out` (status 200) and frees r.
 void qn_sqs_reply (qn_sqs_req_t *r, qn_buf_t *out);
 //  Answers r with an error in its protocol's shape and frees r.
@@ -117,13 +135,60 @@ int qn_sqs_akeys_find (qn_sqs_akeys_t *self, const char *access_key, const char 
 //  answers. -1 when too many requests wait already (answer 503).
 int qn_sqs_akeys_wait (qn_sqs_akeys_t *self, const char *access_key, const qn_env_t *env);
 
-// ------------------------------------------------------------------ ops.c
-//  Runs the decoded, validated request r.
-void qn_sqs_dispatch (qn_sqs_codec_t *codec, qn_sqs_req_t *r);
-//  Park callbacks of ReceiveMessage (arg = the codec).
-void qn_sqs_receive_wake (void *arg, uint64_t id);
-void qn_sqs_receive_expire (void *arg, uint64_t id);
 //  The request with that id, or NULL.
 qn_sqs_req_t *qn_sqs_request (qn_sqs_codec_t *codec, uint64_t id);
+
+// ------------------------------------------------------------------ qcache.c
+qn_sqs_qcache_t *qn_sqs_qcache_new (void);
+void qn_sqs_qcache_destroy (qn_sqs_qcache_t **self_p);
+//  Keeps a copy of q's settings (not its attribute and tag texts).
+void qn_sqs_qcache_put (qn_sqs_qcache_t *self, const char *tenant, const char *queue,
+                        const qn_sqs_queue_t *q);
+//  The kept settings into *out (its texts freed, left NULL): true, or
+//  false (out untouched) when this queue's are not kept.
+bool qn_sqs_qcache_get (qn_sqs_qcache_t *self, const char *tenant, const char *queue,
+                        qn_sqs_queue_t *out);
+void qn_sqs_qcache_drop (qn_sqs_qcache_t *self, const char *tenant, const char *queue);
+
+// ------------------------------------------------------------------ ops.c
+//  Runs the decoded, validated request r: its queue's settings first when
+//  the operation needs them (r->q), then the operation.
+void qn_sqs_dispatch (qn_sqs_codec_t *codec, qn_sqs_req_t *r);
+//  Result columns: a missing column or a NULL reads as nil.
+const msgpack_object *qn_sqs_col (const qn_pg_result_t *res, uint32_t r, uint32_t c);
+bool qn_sqs_col_int (const qn_pg_result_t *res, uint32_t r, uint32_t c, int64_t *out);
+bool qn_sqs_col_bool (const qn_pg_result_t *res, uint32_t r, uint32_t c);
+//  String or bin column: pointer and length; NULL when nil.
+const char *qn_sqs_col_str (const qn_pg_result_t *res, uint32_t r, uint32_t c, size_t *len);
+bool qn_sqs_col_is (const qn_pg_result_t *res, uint32_t r, uint32_t c, const char *s);
+//  A request string parameter (nil when absent).
+void qn_sqs_args_str (qn_pg_args_t *a, const qn_sqs_str_t *s);
+//  Answers AWS.SimpleQueueService.NonExistentQueue.
+void qn_sqs_no_queue (qn_sqs_req_t *r);
+//  qn_sqs_exec, answering ServiceUnavailable when it cannot ask; frees args.
+void qn_sqs_exec_or_fail (qn_sqs_codec_t *codec, qn_sqs_req_t *r, uint32_t stmt, qn_pg_args_t *args,
+                          qn_sqs_result_fn *cb);
+//  Answers with the operation's empty result.
+void qn_sqs_reply_empty_ok (qn_sqs_req_t *r);
+
+// ------------------------------------------------------------------ the operations
+//  Each answers r exactly once. queues.c:
+void qn_sqs_create (qn_sqs_codec_t *codec, qn_sqs_req_t *r);
+void qn_sqs_get_url (qn_sqs_codec_t *codec, qn_sqs_req_t *r);
+void qn_sqs_list (qn_sqs_codec_t *codec, qn_sqs_req_t *r);
+//  DeleteQueue, PurgeQueue: one statement by queue name.
+void qn_sqs_by_name (qn_sqs_codec_t *codec, qn_sqs_req_t *r, uint32_t stmt);
+void qn_sqs_set_attrs (qn_sqs_codec_t *codec, qn_sqs_req_t *r);
+void qn_sqs_get_attrs (qn_sqs_codec_t *codec, qn_sqs_req_t *r);
+void qn_sqs_tags (qn_sqs_codec_t *codec, qn_sqs_req_t *r);
+void qn_sqs_dlq_sources (qn_sqs_codec_t *codec, qn_sqs_req_t *r);
+//  send.c
+void qn_sqs_send (qn_sqs_codec_t *codec, qn_sqs_req_t *r);
+//  receive.c, with the park callbacks of a waiting receive (arg = the codec)
+void qn_sqs_receive (qn_sqs_codec_t *codec, qn_sqs_req_t *r);
+void qn_sqs_receive_wake (void *arg, uint64_t id);
+void qn_sqs_receive_expire (void *arg, uint64_t id);
+//  handles.c: DeleteMessage(Batch), ChangeMessageVisibility(Batch)
+void qn_sqs_handle_op (qn_sqs_codec_t *codec, qn_sqs_req_t *r);
 
 #endif

@@ -335,16 +335,13 @@ BEGIN
 END
 $$;
 
--- SendMessage(Batch): ONE queen.push for every item to store (so the core
--- takes its queue and partition locks in its own sorted order) plus their
--- metadata, in one transaction. FIFO items whose deduplication id was seen
--- within 5 minutes (scope queue or group), or earlier in the same batch,
--- are not pushed: duplicate with the original seq. Dedup keys are locked in
--- sorted order before anything else. Per-item not-before instants (us,
--- NULL = none). Rows (ord, seq, partition_id, duplicate, queue_name);
--- queue_name names the queue for "committed" (NULL for duplicates; one row
--- with ord 0 when the queue does not exist). p_encrypted: the payloads are
--- sealed by the codec (the queue's encryptionEnabled).
+-- SendMessage(Batch) of the previous release's brokers (its statement
+-- catalogue calls this; the broker now sends SQS items through the push
+-- operation, queen.push_sqs in 63_sqs_push.sql): the items of one queue as
+-- one queen.push_sqs call. Rows (ord, seq, partition_id, duplicate,
+-- queue_name); queue_name names the queue for "committed" (NULL for
+-- duplicates; one row with ord 0 when the queue does not exist).
+-- Kept one release for rolling upgrades (docs/storage.md); then removed.
 CREATE FUNCTION queen.sqs_send(p_tenant text, p_queue text, p_parts text[], p_payloads bytea[],
   p_not_before bigint[], p_attrs jsonb[], p_sys jsonb[], p_groups text[], p_dedup text[],
   p_sender text, p_scope_group bool, p_encrypted bool)
@@ -352,95 +349,24 @@ RETURNS TABLE(ord int, seq bigint, partition_id bigint, duplicate bool, queue_na
 LANGUAGE plpgsql AS $$
 #variable_conflict use_column
 DECLARE
-  n       int := COALESCE(array_length(p_parts, 1), 0);
-  v_qid   int;
-  i       int;
-  j       int;
-  m       int := 0;
-  r       record;
-  v_key   text;
-  v_scope text[];
-  v_seq   bigint[];
-  v_pid   bigint[];
-  v_dup   bool[];
-  v_same  int[];        -- an earlier item of this batch with the same dedup key
-  k_idx   int[] := '{}';
-  k_parts text[] := '{}';
-  k_pay   bytea[] := '{}';
-  k_nb    bigint[] := '{}';
-  v_anynb bool := false;
+  n int := COALESCE(array_length(p_parts, 1), 0);
 BEGIN
-  SELECT q.id INTO v_qid FROM queen.queues q WHERE q.tenant = p_tenant AND q.name = p_queue;
-  IF NOT FOUND THEN
+  IF NOT EXISTS (SELECT 1 FROM queen.queues q WHERE q.tenant = p_tenant AND q.name = p_queue) THEN
     RETURN QUERY SELECT 0, NULL::bigint, NULL::bigint, false, NULL::text;
     RETURN;
   END IF;
   IF n = 0 THEN
     RETURN;
   END IF;
-  v_scope := array_fill(NULL::text, ARRAY[n]);
-  v_seq := array_fill(NULL::bigint, ARRAY[n]);
-  v_pid := array_fill(NULL::bigint, ARRAY[n]);
-  v_dup := array_fill(false, ARRAY[n]);
-  v_same := array_fill(NULL::int, ARRAY[n]);
-  FOR i IN 1..n LOOP
-    IF p_dedup[i] IS NOT NULL THEN
-      v_scope[i] := CASE WHEN p_scope_group THEN COALESCE(p_groups[i], '') ELSE '' END;
-    END IF;
-  END LOOP;
-  FOR v_key IN SELECT DISTINCT v_scope[x] || '/' || p_dedup[x] FROM generate_subscripts(p_parts, 1) x
-                WHERE p_dedup[x] IS NOT NULL ORDER BY 1 LOOP
-    PERFORM pg_advisory_xact_lock(hashtextextended('sqs_dedup:' || v_qid || '/' || v_key, 0));
-  END LOOP;
-  FOR i IN 1..n LOOP
-    IF p_dedup[i] IS NOT NULL THEN
-      v_seq[i] := (SELECT d.seq FROM queen.sqs_dedup d
-                    WHERE d.queue_id = v_qid AND d.scope_key = v_scope[i] AND d.dedup_id = p_dedup[i]
-                      AND d.expires_at > now());
-      IF v_seq[i] IS NOT NULL THEN
-        v_dup[i] := true;
-        CONTINUE;
-      END IF;
-      FOR j IN 1..i - 1 LOOP
-        IF p_dedup[j] = p_dedup[i] AND v_scope[j] = v_scope[i] AND NOT v_dup[j] THEN
-          v_same[i] := j;
-          v_dup[i] := true;
-          EXIT;
-        END IF;
-      END LOOP;
-      CONTINUE WHEN v_dup[i];
-    END IF;
-    m := m + 1;
-    k_idx := k_idx || i;
-    k_parts := k_parts || p_parts[i];
-    k_pay := k_pay || p_payloads[i];
-    k_nb := k_nb || p_not_before[i];
-    v_anynb := v_anynb OR p_not_before[i] IS NOT NULL;
-  END LOOP;
-  IF m > 0 THEN
-    FOR r IN SELECT x.ord, x.seq, x.partition_id
-               FROM queen.push(p_tenant, array_fill(p_queue, ARRAY[m]), k_parts,
-                               array_fill(NULL::text, ARRAY[m]), k_pay, array_fill(NULL::uuid, ARRAY[m]),
-                               array_fill(p_sender, ARRAY[m]), array_fill(COALESCE(p_encrypted, false), ARRAY[m]),
-                               false, CASE WHEN v_anynb THEN queen.ts_of_us(k_nb) END) x LOOP
-      v_seq[k_idx[r.ord]] := r.seq;
-      v_pid[k_idx[r.ord]] := r.partition_id;
-    END LOOP;
-    INSERT INTO queen.sqs_meta (partition_id, seq, attrs, sys_attrs, group_id, dedup_id, sender_id)
-    SELECT v_pid[x], v_seq[x], p_attrs[x], p_sys[x], p_groups[x], p_dedup[x], p_sender
-      FROM unnest(k_idx) x;
-    INSERT INTO queen.sqs_dedup AS d (queue_id, scope_key, dedup_id, seq, expires_at)
-    SELECT v_qid, v_scope[x], p_dedup[x], v_seq[x], now() + interval '5 minutes'
-      FROM unnest(k_idx) x WHERE p_dedup[x] IS NOT NULL
-    ON CONFLICT (queue_id, scope_key, dedup_id)
-    DO UPDATE SET seq = EXCLUDED.seq, expires_at = EXCLUDED.expires_at;
-  END IF;
-  FOR i IN 1..n LOOP
-    IF v_same[i] IS NOT NULL THEN
-      v_seq[i] := v_seq[v_same[i]];
-    END IF;
-    RETURN QUERY SELECT i, v_seq[i], v_pid[i], v_dup[i], CASE WHEN v_dup[i] THEN NULL ELSE p_queue END;
-  END LOOP;
+  RETURN QUERY
+    SELECT x.ord, x.seq, x.partition_id, x.duplicate, CASE WHEN x.duplicate THEN NULL ELSE p_queue END
+      FROM queen.push_sqs(p_tenant, array_fill(p_queue, ARRAY[n]), p_parts, array_fill(NULL::text, ARRAY[n]),
+             p_payloads, array_fill(NULL::uuid, ARRAY[n]), array_fill(p_sender, ARRAY[n]),
+             array_fill(COALESCE(p_encrypted, false), ARRAY[n]), false, queen.ts_of_us(p_not_before),
+             ARRAY(SELECT jsonb_strip_nulls(jsonb_build_object('attrs', p_attrs[i], 'sys', p_sys[i],
+                            'group', p_groups[i], 'dedup', p_dedup[i],
+                            'scope', CASE WHEN p_scope_group THEN 'group' END))
+                     FROM generate_subscripts(p_parts, 1) i ORDER BY i)) x;
 END
 $$;
 
@@ -538,7 +464,7 @@ BEGIN
         VALUES (v_cpid, v_cseq, m.attrs, m.sys_attrs, m.group_id, m.dedup_id, m.sender_id,
                 COALESCE(m.message_id, queen.uuid_of(1, r.seq)::text), COALESCE(m.sent_at, r.created_at))
         ON CONFLICT DO NOTHING;
-        PERFORM queen.ack(p_tenant, ARRAY['__QUEUE_MODE__'], ARRAY[r.partition_id], ARRAY[NULL::text],
+        PERFORM queen.ack(p_tenant, ARRAY['__QUEUE_MODE__'], ARRAY[r.partition_id], ARRAY[r.txn_id],
                           ARRAY[r.seq], ARRAY['dlq'], ARRAY[p_lease], ARRAY['maxReceiveCount exceeded']);
         DELETE FROM queen.sqs_receives s WHERE s.partition_id = r.partition_id AND s.seq = r.seq;
         v_moved := v_moved + 1;
@@ -617,7 +543,11 @@ BEGIN
     FOR r IN SELECT a.ord, a.success
                FROM queen.ack(p_tenant, array_fill('__QUEUE_MODE__'::text, ARRAY[cardinality(k_idx)]),
                               ARRAY(SELECT p_pids[x] FROM unnest(k_idx) WITH ORDINALITY u(x, o) ORDER BY o),
-                              array_fill(NULL::text, ARRAY[cardinality(k_idx)]),
+                              -- the stored transaction ids: queen.ack by seq
+                              -- takes a message with one only when it is given
+                              ARRAY(SELECT (SELECT m.txn_id FROM queen.messages m
+                                             WHERE m.partition_id = p_pids[x] AND m.seq = p_seqs[x])
+                                      FROM unnest(k_idx) WITH ORDINALITY u(x, o) ORDER BY o),
                               ARRAY(SELECT p_seqs[x] FROM unnest(k_idx) WITH ORDINALITY u(x, o) ORDER BY o),
                               array_fill('completed'::text, ARRAY[cardinality(k_idx)]),
                               ARRAY(SELECT p_leases[x] FROM unnest(k_idx) WITH ORDINALITY u(x, o) ORDER BY o),

@@ -113,3 +113,19 @@ export function rawPost (endpoint, body, headers, path = '/') {
         req.end(buf);
     });
 }
+
+//  MD5OfMessageAttributes as AWS computes it (spec §10), written out here
+//  independently of the broker. attrs: { name: { DataType, StringValue |
+//  BinaryValue } }.
+export function md5Attrs (attrs) {
+    const parts = [];
+    const u32 = (n) => { const b = Buffer.alloc(4); b.writeUInt32BE(n); return b; };
+    for (const name of Object.keys(attrs).sort((a, b) => Buffer.compare(Buffer.from(a), Buffer.from(b)))) {
+        const a = attrs[name];
+        const n = Buffer.from(name), t = Buffer.from(a.DataType);
+        const binary = a.BinaryValue !== undefined;
+        const v = binary ? Buffer.from(a.BinaryValue) : Buffer.from(a.StringValue);
+        parts.push(u32(n.length), n, u32(t.length), t, Buffer.from([binary ? 2 : 1]), u32(v.length), v);
+    }
+    return crypto.createHash('md5').update(Buffer.concat(parts)).digest('hex');
+}

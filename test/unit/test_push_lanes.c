@@ -2,7 +2,8 @@
     batch.c): a second push lane starts only on partitions the push in
     flight does not hold, a batch stops before the first request that
     shares a partition with it (requests keep their order), and a batch
-    records its partition keys sorted and distinct.
+    records its partition keys sorted and distinct; a batch holding SQS
+    items calls queen.push_sqs.
 */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -15,29 +16,38 @@
 #include <stdlib.h>
 #include <string.h>
 
-//  A queued push request of n items [queue, partition names[i]].
+//  A queued push request of n items [queue, partition names[i]], the
+//  first one an SQS item when sqs: its body as a codec packs it, decoded
+//  as pg_writer decodes it.
 static qn_pgw_push_t *
-s_request (const char *queue, const char *const *parts, uint32_t n)
+s_request_of (const char *queue, const char *const *parts, uint32_t n, bool sqs)
 {
     msgpack_sbuffer sb;
     msgpack_sbuffer_init (&sb);
     msgpack_packer pk;
     msgpack_packer_init (&pk, &sb, msgpack_sbuffer_write);
-    msgpack_pack_array (&pk, n);
-    for (uint32_t i = 0; i < n; i++) {
-        msgpack_pack_array (&pk, 2);
-        msgpack_pack_str_with_body (&pk, queue, strlen (queue));
-        msgpack_pack_str_with_body (&pk, parts [i], strlen (parts [i]));
-    }
+    qn_msg_push_begin (&pk, "", 0, false, n);
+    for (uint32_t i = 0; i < n; i++)
+        qn_msg_push_item (&pk, &(qn_msg_push_item_t) {
+            .queue = queue, .queue_len = strlen (queue),
+            .partition = parts [i], .partition_len = strlen (parts [i]),
+            .payload = "{}", .payload_len = 2,
+            .sqs = sqs && i == 0 ? "{}" : NULL, .sqs_len = 2
+        });
     qn_pgw_push_t *r = calloc (1, sizeof *r);
     r->body = sb.data;                 //  Owned by r (qn_pgw_push_free)
     r->body_len = sb.size;
     msgpack_unpacked_init (&r->msg);
-    assert_int_equal (msgpack_unpack_next (&r->msg, r->body, r->body_len, NULL), MSGPACK_UNPACK_SUCCESS);
-    r->items = r->msg.data.via.array.ptr;
-    r->count = n;
-    r->tenant = "";
+    assert_int_equal (qn_pgw_push_decode (r), 0);
+    assert_int_equal (r->count, n);
+    assert_int_equal (r->sqs, sqs);
     return r;
+}
+
+static qn_pgw_push_t *
+s_request (const char *queue, const char *const *parts, uint32_t n)
+{
+    return s_request_of (queue, parts, n, false);
 }
 
 static void
@@ -139,6 +149,36 @@ test_a_conflicting_head_still_makes_a_batch (void **state)
     qn_pgw_job_free (busy);
 }
 
+//  A batch is one queen.push call (push_at, ten parameters); one that
+//  holds an SQS item, merged with ordinary pushes, is one queen.push_sqs
+//  call with the SQS metadata as an eleventh parameter.
+static void
+test_sqs_items_choose_push_sqs (void **state)
+{
+    (void) state;
+    qn_config_t config = { .push_max_batch = 10000 };
+    qn_pgw_t self = { .config = &config };
+    static const char *const a [] = { "p1", "p2" };
+    s_queue (&self, s_request ("q", a, 2));
+    qn_pgw_job_t *j = qn_pgw_build_push_batch (&self, NULL);
+    assert_int_equal (j->stmt_id, QN_SQL_PUSH_AT);
+    assert_int_equal (j->nparams, 10);
+    assert_true (j->nulls [9]);         //  No item is delayed
+    qn_pgw_job_free (j);
+    s_queue (&self, s_request ("q", a, 2));
+    s_queue (&self, s_request_of ("s", a, 2, true));
+    j = qn_pgw_build_push_batch (&self, NULL);
+    assert_int_equal (s_reqs (j), 2);
+    assert_int_equal (j->item_count, 4);
+    assert_int_equal (j->stmt_id, QN_SQL_PUSH_SQS);
+    assert_int_equal (j->nparams, 11);
+    assert_int_equal (qn_sql_stmt (j->stmt_id)->nparams, 11);
+    //  The metadata array: four elements, the third one set.
+    assert_false (j->nulls [10]);
+    assert_int_equal (qn_pgw_array_len (j->params.data + j->offsets [10], (size_t) j->lengths [10]), 4);
+    qn_pgw_job_free (j);
+}
+
 int
 main (void)
 {
@@ -146,6 +186,7 @@ main (void)
         cmocka_unit_test (test_batch_records_sorted_distinct_keys),
         cmocka_unit_test (test_conflict_with_the_batch_in_flight),
         cmocka_unit_test (test_a_conflicting_head_still_makes_a_batch),
+        cmocka_unit_test (test_sqs_items_choose_push_sqs),
     };
     return cmocka_run_group_tests (tests, NULL, NULL);
 }

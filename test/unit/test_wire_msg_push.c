@@ -1,6 +1,7 @@
 /*  test/unit/test_wire_msg_push.c - the push request and its answer
-    (wire/msg_push.c): round trips, every strict prefix refused, malformed
-    shapes, inputs in exact-size heap blocks so ASan catches over-reads.
+    (wire/msg_push.c): round trips, the item decoder (qn_msg_push_item_t,
+    SQS items included), every strict prefix refused, malformed shapes,
+    inputs in exact-size heap blocks so ASan catches over-reads.
 */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -43,15 +44,34 @@ s_item (msgpack_packer *pk, const char *queue, const char *txn, bool delayed)
     });
 }
 
-static bool
-s_field_is (const msgpack_object *item, uint32_t f, const char *s)
+//  A decoded string field equals s (NULL: the field is nil).
+static void
+s_assert_field (const char *p, size_t len, const char *s)
 {
-    const msgpack_object *o = &item->via.array.ptr [f];
-    return o->type == MSGPACK_OBJECT_STR && o->via.str.size == strlen (s)
-        && memcmp (o->via.str.ptr, s, o->via.str.size) == 0;
+    if (!s) {
+        assert_null (p);
+        assert_int_equal (len, 0);
+        return;
+    }
+    assert_non_null (p);
+    assert_int_equal (len, strlen (s));
+    assert_memory_equal (p, s, len);
 }
 
-//  Every field of an encoded item decodes back.
+//  Decodes item i of the request in sb (every field checked by the one
+//  item decoder).
+static void
+s_decode_item (const msgpack_sbuffer *sb, uint32_t i, msgpack_unpacked *h, qn_msg_push_item_t *it)
+{
+    qn_msg_push_t m;
+    msgpack_unpacked_init (h);
+    assert_int_equal (qn_msg_push_decode (sb->data, sb->size, h, &m), 0);
+    assert_true (i < m.count);
+    assert_int_equal (qn_msg_push_item_decode (&m.items [i], it), 0);
+}
+
+//  Every field of an encoded item decodes back into the item struct: a
+//  delayed item, a plain one, an SQS item with and without a delay.
 static void
 test_item_fields (void **state)
 {
@@ -60,7 +80,7 @@ test_item_fields (void **state)
     msgpack_sbuffer_init (&sb);
     msgpack_packer pk;
     msgpack_packer_init (&pk, &sb, msgpack_sbuffer_write);
-    qn_msg_push_begin (&pk, "t", 1, false, 2);
+    qn_msg_push_begin (&pk, "t", 1, false, 4);
     qn_msg_push_item (&pk, &(qn_msg_push_item_t) {
         .queue = "q1x", .queue_len = 2, .partition = "p1", .partition_len = 2,
         .txn = "tx", .txn_len = 2, .payload = "\x01\x02\x03", .payload_len = 3,
@@ -68,32 +88,106 @@ test_item_fields (void **state)
         .encrypted = true, .has_not_before = true, .not_before_us = -5
     });
     s_item (&pk, "audit", NULL, false);
+    static const char meta [] = "{\"group\":\"g\",\"dedup\":\"d\"}";
+    qn_msg_push_item (&pk, &(qn_msg_push_item_t) {
+        .queue = "sq", .queue_len = 2, .partition = "_sqs-3", .partition_len = 6,
+        .payload = "body", .payload_len = 4, .producer = "000000000000", .producer_len = 12,
+        .sqs = meta, .sqs_len = sizeof meta - 1
+    });
+    qn_msg_push_item (&pk, &(qn_msg_push_item_t) {
+        .queue = "sq", .queue_len = 2, .payload = "", .payload_len = 0,
+        .has_not_before = true, .not_before_us = 1700000000000000LL, .sqs = "{}", .sqs_len = 2
+    });
     msgpack_unpacked h;
-    msgpack_unpacked_init (&h);
-    qn_msg_push_t m;
-    assert_int_equal (qn_msg_push_decode (sb.data, sb.size, &h, &m), 0);
-    assert_int_equal (m.count, 2);
-    const msgpack_object *a = &m.items [0];
-    assert_int_equal (a->via.array.size, 8);
-    assert_true (s_field_is (a, 0, "q1"));
-    assert_true (s_field_is (a, 1, "p1"));
-    assert_true (s_field_is (a, 2, "tx"));
-    assert_int_equal (a->via.array.ptr [3].type, MSGPACK_OBJECT_BIN);
-    assert_int_equal (a->via.array.ptr [3].via.bin.size, 3);
-    assert_memory_equal (a->via.array.ptr [3].via.bin.ptr, "\x01\x02\x03", 3);
-    assert_true (s_field_is (a, 4, "tr"));
-    assert_true (s_field_is (a, 5, "bob"));
-    assert_true (a->via.array.ptr [6].via.boolean);
-    assert_int_equal (a->via.array.ptr [7].type, MSGPACK_OBJECT_NEGATIVE_INTEGER);
-    assert_true (a->via.array.ptr [7].via.i64 == -5);
-    const msgpack_object *b = &m.items [1];
-    assert_int_equal (b->via.array.size, 7);
-    assert_true (s_field_is (b, 0, "audit"));
-    assert_int_equal (b->via.array.ptr [2].type, MSGPACK_OBJECT_NIL);
-    assert_int_equal (b->via.array.ptr [4].type, MSGPACK_OBJECT_NIL);
-    assert_int_equal (b->via.array.ptr [6].type, MSGPACK_OBJECT_BOOLEAN);
-    assert_false (b->via.array.ptr [6].via.boolean);
+    qn_msg_push_item_t it;
+    s_decode_item (&sb, 0, &h, &it);
+    s_assert_field (it.queue, it.queue_len, "q1");
+    s_assert_field (it.partition, it.partition_len, "p1");
+    s_assert_field (it.txn, it.txn_len, "tx");
+    assert_int_equal (it.payload_len, 3);
+    assert_memory_equal (it.payload, "\x01\x02\x03", 3);
+    s_assert_field (it.trace, it.trace_len, "tr");
+    s_assert_field (it.producer, it.producer_len, "bob");
+    assert_true (it.encrypted);
+    assert_true (it.has_not_before);
+    assert_true (it.not_before_us == -5);
+    s_assert_field (it.sqs, it.sqs_len, NULL);
     msgpack_unpacked_destroy (&h);
+    s_decode_item (&sb, 1, &h, &it);
+    s_assert_field (it.queue, it.queue_len, "audit");
+    s_assert_field (it.txn, it.txn_len, NULL);
+    s_assert_field (it.trace, it.trace_len, NULL);
+    assert_false (it.encrypted);
+    assert_false (it.has_not_before);
+    s_assert_field (it.sqs, it.sqs_len, NULL);
+    msgpack_unpacked_destroy (&h);
+    //  An SQS item without a delay: the eighth field is nil.
+    s_decode_item (&sb, 2, &h, &it);
+    s_assert_field (it.queue, it.queue_len, "sq");
+    s_assert_field (it.partition, it.partition_len, "_sqs-3");
+    s_assert_field (it.producer, it.producer_len, "000000000000");
+    s_assert_field (it.payload, it.payload_len, "body");
+    assert_false (it.has_not_before);
+    s_assert_field (it.sqs, it.sqs_len, meta);
+    msgpack_unpacked_destroy (&h);
+    s_decode_item (&sb, 3, &h, &it);
+    s_assert_field (it.partition, it.partition_len, NULL);
+    assert_non_null (it.payload);
+    assert_int_equal (it.payload_len, 0);
+    assert_true (it.has_not_before);
+    assert_true (it.not_before_us == 1700000000000000LL);
+    s_assert_field (it.sqs, it.sqs_len, "{}");
+    msgpack_unpacked_destroy (&h);
+    msgpack_sbuffer_destroy (&sb);
+}
+
+//  Items of other shapes are refused by the one decoder: wrong field
+//  types, too few or too many fields; a str payload (older writers) and
+//  nil for the optional fields are taken.
+static void
+test_item_shapes (void **state)
+{
+    (void) state;
+    msgpack_sbuffer sb;
+    msgpack_sbuffer_init (&sb);
+    msgpack_packer pk;
+    msgpack_packer_init (&pk, &sb, msgpack_sbuffer_write);
+    //  fields: count, then which field (if any) gets a bad value
+    static const struct { uint32_t n; int bad; int ok; } cases [] = {
+        { 7, -1, 1 }, { 8, -1, 1 }, { 9, -1, 1 }, { 6, -1, 0 }, { 10, -1, 0 },
+        { 7, 0, 0 }, { 7, 1, 0 }, { 7, 2, 0 }, { 7, 3, 0 }, { 7, 4, 0 }, { 7, 5, 0 },
+        { 7, 6, 0 }, { 8, 7, 0 }, { 9, 8, 0 }
+    };
+    for (size_t c = 0; c < sizeof cases / sizeof cases [0]; c++) {
+        msgpack_sbuffer_clear (&sb);
+        msgpack_pack_array (&pk, cases [c].n);
+        for (uint32_t f = 0; f < cases [c].n; f++) {
+            if ((int) f == cases [c].bad) {
+                //  A map is no field's type; field 7 also refuses a string.
+                if (f == 7)
+                    s_str (&pk, "soon");
+                else
+                    msgpack_pack_map (&pk, 0);
+            }
+            else
+            if (f == 0 || f == 3)
+                s_str (&pk, f ? "payload" : "q");
+            else
+                msgpack_pack_nil (&pk);
+        }
+        msgpack_unpacked h;
+        msgpack_unpacked_init (&h);
+        size_t off = 0;
+        assert_int_equal (msgpack_unpack_next (&h, sb.data, sb.size, &off), MSGPACK_UNPACK_SUCCESS);
+        qn_msg_push_item_t it;
+        assert_int_equal (qn_msg_push_item_decode (&h.data, &it), cases [c].ok ? 0 : -1);
+        if (cases [c].ok) {
+            s_assert_field (it.payload, it.payload_len, "payload");
+            assert_false (it.has_not_before);
+            assert_null (it.sqs);
+        }
+        msgpack_unpacked_destroy (&h);
+    }
     msgpack_sbuffer_destroy (&sb);
 }
 
@@ -118,22 +212,28 @@ test_request_round_trip (void **state)
     assert_memory_equal (m.tenant, "t1", 2);
     assert_true (m.replay);
     assert_int_equal (m.count, 3);
-    assert_int_equal (m.items [1].via.array.size, 8);
-    assert_int_equal (m.items [2].via.array.ptr [0].via.str.size, 5);
+    qn_msg_push_item_t it;
+    assert_int_equal (qn_msg_push_item_decode (&m.items [1], &it), 0);
+    assert_true (it.has_not_before);
+    assert_int_equal (qn_msg_push_item_decode (&m.items [2], &it), 0);
+    s_assert_field (it.queue, it.queue_len, "audit");
     //  Copy with a transaction id filled in: the same item otherwise.
     msgpack_sbuffer copy;
     msgpack_sbuffer_init (&copy);
     msgpack_packer cpk;
     msgpack_packer_init (&cpk, &copy, msgpack_sbuffer_write);
     qn_msg_push_begin (&cpk, "t1", 2, false, 1);
-    qn_msg_push_item_copy (&cpk, &m.items [1], "minted-id");
+    assert_int_equal (qn_msg_push_item_copy (&cpk, &m.items [1], "minted-id"), 0);
     msgpack_unpacked_destroy (&h);
     msgpack_unpacked_init (&h);
     assert_int_equal (qn_msg_push_decode (copy.data, copy.size, &h, &m), 0);
     assert_false (m.replay);
-    assert_int_equal (m.items [0].via.array.size, 8);
-    assert_int_equal (m.items [0].via.array.ptr [2].via.str.size, 9);
-    assert_memory_equal (m.items [0].via.array.ptr [2].via.str.ptr, "minted-id", 9);
+    assert_int_equal (qn_msg_push_item_decode (&m.items [0], &it), 0);
+    s_assert_field (it.txn, it.txn_len, "minted-id");
+    s_assert_field (it.queue, it.queue_len, "orders");
+    s_assert_field (it.producer, it.producer_len, "alice");
+    assert_true (it.has_not_before);
+    assert_true (it.not_before_us == 1700000000000000LL);
     msgpack_unpacked_destroy (&h);
     msgpack_sbuffer_destroy (&copy);
     //  Every strict prefix is refused.
@@ -289,6 +389,7 @@ main (void)
     const struct CMUnitTest tests [] = {
         cmocka_unit_test (test_request_round_trip),
         cmocka_unit_test (test_item_fields),
+        cmocka_unit_test (test_item_shapes),
         cmocka_unit_test (test_request_malformed),
         cmocka_unit_test (test_answer_round_trip),
         cmocka_unit_test (test_answer_empty_sqlstate),

@@ -61,7 +61,10 @@ test_append_round_trip (void **state)
     char minted [2][37] = { "01900000-0000-7000-8000-000000000001", "" };
     msgpack_sbuffer sb;
     msgpack_sbuffer_init (&sb);
-    qn_msg_spool_append_encode (&sb, push.tenant, push.tenant_len, push.items, push.count, minted);
+    qn_msg_push_item_t its [2];
+    for (uint32_t i = 0; i < 2; i++)
+        assert_int_equal (qn_msg_push_item_decode (&push.items [i], &its [i]), 0);
+    qn_msg_spool_append_encode (&sb, push.tenant, push.tenant_len, its, push.count, minted);
     msgpack_unpacked_destroy (&h);
     char *buf = s_exact (sb.data, sb.size);
     msgpack_unpacked_init (&h);
@@ -70,11 +73,13 @@ test_append_round_trip (void **state)
     assert_int_equal (m.tenant_len, 6);
     assert_memory_equal (m.tenant, "tenant", 6);
     assert_int_equal (m.count, 2);
-    const msgpack_object *t0 = &m.items [0].via.array.ptr [2], *t1 = &m.items [1].via.array.ptr [2];
-    assert_int_equal (t0->via.str.size, 36);
-    assert_memory_equal (t0->via.str.ptr, minted [0], 36);
-    assert_int_equal (t1->via.str.size, 5);
-    assert_memory_equal (t1->via.str.ptr, "given", 5);
+    qn_msg_push_item_t t0, t1;
+    assert_int_equal (qn_msg_push_item_decode (&m.items [0], &t0), 0);
+    assert_int_equal (qn_msg_push_item_decode (&m.items [1], &t1), 0);
+    assert_int_equal (t0.txn_len, 36);
+    assert_memory_equal (t0.txn, minted [0], 36);
+    assert_int_equal (t1.txn_len, 5);
+    assert_memory_equal (t1.txn, "given", 5);
     msgpack_unpacked_destroy (&h);
     //  The record body check of the spool files is this decoder.
     assert_int_equal (qn_spool_body_check (buf, sb.size), 2);
