@@ -91,7 +91,7 @@ $(BUILD)/obj/llhttp/%.o: $(LLHTTP)/%.c
 
 $(BUILD)/schema_sql.c: $(SCHEMA_SQL) scripts/embed-sql.sh
 	@mkdir -p $(dir $@)
-	sh scripts/embed-sql.sh $@ $(SCHEMA_SQL)
+	sh scripts/embed-sql.sh $@ broker $(SCHEMA_SQL)
 
 $(BUILD)/obj/schema_sql.o: $(BUILD)/schema_sql.c
 	@mkdir -p $(dir $@)
@@ -112,13 +112,14 @@ $(BUILD)/obj/dashboard_files.o: $(BUILD)/dashboard_files.c actors/http/dashboard
 $(BUILD)/queen: $(BUILD)/obj/cmd/queen/main.o $(LIB_OBJ)
 	$(CC) $(CFLAGS_COMMON) $(CFLAGS) -o $@ $^ $(LDLIBS)
 
-# queen-proxy (docs/tenancy.md): its own schema (schema/proxy/) embedded.
+# queen-proxy (docs/tenancy.md): its own schema (schema/proxy/: bootstrap.sql
+# and migrations) embedded, applied by the broker's runner (kernel/schema.c).
 PROXY_SQL  := $(sort $(wildcard schema/proxy/*.sql))
 PROXY_OBJ  := $(patsubst %.c,$(BUILD)/obj/%.o,$(sort $(wildcard cmd/queen-proxy/*.c))) $(BUILD)/obj/proxy_sql.o
 
-$(BUILD)/proxy_sql.c: $(PROXY_SQL) scripts/embed-proxy-sql.sh
+$(BUILD)/proxy_sql.c: $(PROXY_SQL) scripts/embed-sql.sh
 	@mkdir -p $(dir $@)
-	sh scripts/embed-proxy-sql.sh $@ $(PROXY_SQL)
+	sh scripts/embed-sql.sh $@ proxy $(PROXY_SQL)
 
 $(BUILD)/obj/proxy_sql.o: $(BUILD)/proxy_sql.c
 	@mkdir -p $(dir $@)
@@ -204,8 +205,10 @@ integration: all
 
 # `make test`: install, then stages, each timed (scripts/stage.sh), ending
 # with a table of the stages and the runner's counts over all of them:
-#   unit         build everything, unit tests (also `make test-unit`, which
-#                the fresh-root check of `make compose-test` runs)
+#   unit         the append-only check of the migrations
+#                (scripts/check-migrations.sh and its test), build
+#                everything, unit tests (also `make test-unit`, which the
+#                fresh-root check of `make compose-test` runs)
 #   asan         the sanitizer build, unit tests under ASan/UBSan
 #   fuzz         every libFuzzer harness for FUZZ_SECONDS, two at a time
 #   integration  SQL tests and test/integration/*.test.mjs in IT_LANES
@@ -231,6 +234,8 @@ test:
 
 test-unit:
 	@sh scripts/deps.sh test
+	@sh scripts/check-migrations.sh
+	@sh test/scripts/check_migrations.sh
 	@$(MAKE) --no-print-directory -j$(NPROC) all $(UNIT_BIN)
 	@sh scripts/run-unit.sh $(UNIT_BIN)
 

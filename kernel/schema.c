@@ -1,18 +1,23 @@
-/*  kernel/schema.c - bring the database to the embedded schema at boot
-    (see schema.h). Blocking libpq: runs in main before any actor exists.
-    One transaction under the schema advisory lock:
-      1. schema/bootstrap.sql: the lock, the bookkeeping tables
-         (queen.schema_migrations, queen.schema_functions);
-      2. baseline: a database of a release before migrations records the
-         files it applied in the table queen.schema_version; those become
-         migration rows, and the table becomes a view that fails to read,
-         so a broker of such a release refuses this database;
+/*  kernel/schema.c - bring a database to an embedded schema at boot (see
+    schema.h): the one migration runner of the broker and queen-proxy.
+    Blocking libpq: runs in main before any actor exists. One transaction
+    under the set's advisory lock:
+      1. the set's bootstrap.sql: the lock, the bookkeeping tables
+         (queen.schema_migrations and queen.schema_functions for the
+         broker, queen_proxy.schema_migrations for the proxy);
+      2. the set's baseline (the broker's: a database of a release before
+         migrations records the files it applied in the table
+         queen.schema_version; those become migration rows, and the table
+         becomes a view that fails to read, so a broker of such a release
+         refuses this database);
       3. refuse a database at a newer migration than this build knows, and
          a recorded migration whose file was edited since;
       4. apply the pending migrations, in order, each recorded;
       5. install the function set when its checksum differs from the one
-         recorded;
-      6. make sure message segments exist (a fresh database has none).
+         recorded (sets with one);
+      6. the set's last statement (the broker's: make sure message segments
+         exist, a fresh database has none).
+    Fails with a one-line reason and rolls all of it back.
 */
 #include "kernel/schema.h"
 #include "base/log.h"
@@ -80,9 +85,9 @@ s_exec (PGconn *conn, const char *what, const char *sql, int n, const char *cons
 }
 
 static const qn_schema_file_t *
-s_migration (int version)
+s_migration (const qn_schema_embed_t *embed, int version)
 {
-    for (const qn_schema_file_t *f = qn_schema_migrations; f->name; f++)
+    for (const qn_schema_file_t *f = embed->migrations; f->name; f++)
         if (f->version == version)
             return f;
     return NULL;
@@ -90,7 +95,7 @@ s_migration (int version)
 
 //  Step 2: a pre-migration database becomes one at its migrations.
 static int
-s_baseline_legacy (PGconn *conn, char *err, size_t err_len)
+s_baseline_legacy (PGconn *conn, const qn_schema_embed_t *embed, char *err, size_t err_len)
 {
     PGresult *kind = s_query (conn, "cannot look for queen.schema_version",
         "SELECT c.relkind FROM pg_class c WHERE c.oid = to_regclass ('queen.schema_version')",
@@ -111,7 +116,7 @@ s_baseline_legacy (PGconn *conn, char *err, size_t err_len)
             for (int b = 0; s_baseline [b].file; b++) {
                 if (strcmp (s_baseline [b].file, file))
                     continue;
-                const qn_schema_file_t *m = s_migration (s_baseline [b].version);
+                const qn_schema_file_t *m = s_migration (embed, s_baseline [b].version);
                 char version [16];
                 snprintf (version, sizeof version, "%d", m->version);
                 const char *params [5] = {
@@ -140,26 +145,29 @@ s_baseline_legacy (PGconn *conn, char *err, size_t err_len)
 
 //  Steps 3 and 4. Returns the number applied, or -1.
 static int
-s_migrate (PGconn *conn, char *err, size_t err_len)
+s_migrate (PGconn *conn, const qn_schema_set_t *set, char *err, size_t err_len)
 {
-    PGresult *done = s_query (conn, "cannot read queen.schema_migrations",
-        "SELECT version, name, checksum FROM queen.schema_migrations ORDER BY version",
-        0, NULL, err, err_len);
+    const qn_schema_embed_t *embed = set->embed;
+    char what [160], sql [256];
+    snprintf (what, sizeof what, "cannot read %s", set->migrations_table);
+    snprintf (sql, sizeof sql, "SELECT version, name, checksum FROM %s ORDER BY version",
+              set->migrations_table);
+    PGresult *done = s_query (conn, what, sql, 0, NULL, err, err_len);
     if (!done)
         return -1;
     int rows = PQntuples (done);
     int newest = rows ? atoi (PQgetvalue (done, rows - 1, 0)) : 0;
-    if (newest > qn_schema_version) {
-        snprintf (err, err_len, "database schema is at migration %d (%s), newer than this"
+    if (newest > embed->version) {
+        snprintf (err, err_len, "database %s is at migration %d (%s), newer than this"
                   " build knows (%d): refusing to start; run the release that upgraded it,"
                   " or a newer one (docs/storage.md, Upgrades)",
-                  newest, PQgetvalue (done, rows - 1, 1), qn_schema_version);
+                  set->label, newest, PQgetvalue (done, rows - 1, 1), embed->version);
         PQclear (done);
         return -1;
     }
     for (int i = 0; i < rows; i++) {
         int version = atoi (PQgetvalue (done, i, 0));
-        const qn_schema_file_t *m = s_migration (version);
+        const qn_schema_file_t *m = s_migration (embed, version);
         if (!m) {
             snprintf (err, err_len, "migration %d (%s) recorded in the database is not in"
                       " this build: migrations are append-only", version, PQgetvalue (done, i, 1));
@@ -176,7 +184,9 @@ s_migrate (PGconn *conn, char *err, size_t err_len)
         }
     }
     int applied = 0;
-    for (const qn_schema_file_t *m = qn_schema_migrations; m->name; m++) {
+    snprintf (sql, sizeof sql, "INSERT INTO %s (version, name, checksum)"
+              " VALUES ($1::int, $2, $3)", set->migrations_table);
+    for (const qn_schema_file_t *m = embed->migrations; m->name; m++) {
         bool recorded = false;
         for (int i = 0; i < rows && !recorded; i++)
             recorded = atoi (PQgetvalue (done, i, 0)) == m->version;
@@ -188,8 +198,7 @@ s_migrate (PGconn *conn, char *err, size_t err_len)
             PQclear (done);
             return -1;
         }
-        char what [128];
-        snprintf (what, sizeof what, "schema migration %s failed", m->name);
+        snprintf (what, sizeof what, "%s migration %s failed", set->label, m->name);
         if (s_exec (conn, what, m->sql, 0, NULL, err, err_len)) {
             PQclear (done);
             return -1;
@@ -197,13 +206,11 @@ s_migrate (PGconn *conn, char *err, size_t err_len)
         char version [16];
         snprintf (version, sizeof version, "%d", m->version);
         const char *params [3] = { version, m->name, m->checksum };
-        if (s_exec (conn, "cannot record a migration",
-                    "INSERT INTO queen.schema_migrations (version, name, checksum)"
-                    " VALUES ($1::int, $2, $3)", 3, params, err, err_len)) {
+        if (s_exec (conn, "cannot record a migration", sql, 3, params, err, err_len)) {
             PQclear (done);
             return -1;
         }
-        qn_info ("schema applied: file=%s", m->name);
+        qn_info ("%s applied: file=%s", set->label, m->name);
         applied++;
     }
     PQclear (done);
@@ -212,66 +219,69 @@ s_migrate (PGconn *conn, char *err, size_t err_len)
 
 //  Step 5.
 static int
-s_functions (PGconn *conn, char *err, size_t err_len)
+s_functions (PGconn *conn, const qn_schema_set_t *set, char *err, size_t err_len)
 {
-    PGresult *had = s_query (conn, "cannot read queen.schema_functions",
-        "SELECT version, checksum FROM queen.schema_functions", 0, NULL, err, err_len);
+    const qn_schema_embed_t *embed = set->embed;
+    char what [160], sql [512];
+    snprintf (what, sizeof what, "cannot read %s", set->functions_table);
+    snprintf (sql, sizeof sql, "SELECT version, checksum FROM %s", set->functions_table);
+    PGresult *had = s_query (conn, what, sql, 0, NULL, err, err_len);
     if (!had)
         return -1;
     char previous [72] = "none";
     if (PQntuples (had)) {
         int version = atoi (PQgetvalue (had, 0, 0));
         snprintf (previous, sizeof previous, "%s", PQgetvalue (had, 0, 1));
-        if (version > qn_schema_version) {
+        if (version > embed->version) {
             snprintf (err, err_len, "database functions were installed by a build at"
                       " migration %d, newer than this build knows (%d): refusing to start"
-                      " (docs/storage.md, Upgrades)", version, qn_schema_version);
+                      " (docs/storage.md, Upgrades)", version, embed->version);
             PQclear (had);
             return -1;
         }
     }
     PQclear (had);
-    if (!strcmp (previous, qn_schema_functions_checksum)) {
-        qn_debug ("schema functions unchanged: checksum=%.12s", previous);
+    if (!strcmp (previous, embed->functions_checksum)) {
+        qn_debug ("%s functions unchanged: checksum=%.12s", set->label, previous);
         return 0;
     }
     int files = 0;
-    for (const qn_schema_file_t *f = qn_schema_functions; f->name; f++, files++) {
-        char what [128];
-        snprintf (what, sizeof what, "schema function file %s failed", f->name);
+    for (const qn_schema_file_t *f = embed->functions; f->name; f++, files++) {
+        snprintf (what, sizeof what, "%s function file %s failed", set->label, f->name);
         if (s_exec (conn, what, f->sql, 0, NULL, err, err_len))
             return -1;
     }
     char version [16], count [16];
-    snprintf (version, sizeof version, "%d", qn_schema_version);
+    snprintf (version, sizeof version, "%d", embed->version);
     snprintf (count, sizeof count, "%d", files);
-    const char *params [3] = { version, qn_schema_functions_checksum, count };
-    if (s_exec (conn, "cannot record the function set",
-                "INSERT INTO queen.schema_functions (version, checksum, files)"
-                " VALUES ($1::int, $2, $3::int) ON CONFLICT (single) DO UPDATE"
-                " SET version = EXCLUDED.version, checksum = EXCLUDED.checksum,"
-                " files = EXCLUDED.files, installed_at = now ()",
-                3, params, err, err_len))
+    const char *params [3] = { version, embed->functions_checksum, count };
+    snprintf (sql, sizeof sql, "INSERT INTO %s (version, checksum, files)"
+              " VALUES ($1::int, $2, $3::int) ON CONFLICT (single) DO UPDATE"
+              " SET version = EXCLUDED.version, checksum = EXCLUDED.checksum,"
+              " files = EXCLUDED.files, installed_at = now ()", set->functions_table);
+    if (s_exec (conn, "cannot record the function set", sql, 3, params, err, err_len))
         return -1;
-    qn_info ("schema functions installed: files=%d checksum=%.12s previous=%.12s",
-             files, qn_schema_functions_checksum, previous);
+    qn_info ("%s functions installed: files=%d checksum=%.12s previous=%.12s",
+             set->label, files, embed->functions_checksum, previous);
     return 0;
 }
 
 int
-qn_schema_apply (PGconn *conn, char *err, size_t err_len)
+qn_schema_run (PGconn *conn, const qn_schema_set_t *set, char *err, size_t err_len)
 {
+    char what [160];
+    snprintf (what, sizeof what, "%s bootstrap failed", set->label);
     if (s_exec (conn, "cannot begin", "BEGIN", 0, NULL, err, err_len))
         return -1;
     int applied = -1;
-    if (s_exec (conn, "schema bootstrap failed", qn_schema_bootstrap, 0, NULL, err, err_len)
-    ||  s_baseline_legacy (conn, err, err_len))
+    if (s_exec (conn, what, set->embed->bootstrap, 0, NULL, err, err_len)
+    ||  (set->baseline && set->baseline (conn, set->embed, err, err_len)))
         goto failed;
-    applied = s_migrate (conn, err, err_len);
+    applied = s_migrate (conn, set, err, err_len);
     if (applied < 0
-    ||  s_functions (conn, err, err_len)
-    ||  s_exec (conn, "cannot create message segments", "SELECT queen.ensure_segments ()",
-                0, NULL, err, err_len)
+    ||  (set->functions_table && s_functions (conn, set, err, err_len))
+    ||  (set->finish && s_exec (conn, "cannot finish the schema", set->finish,
+                                0, NULL, err, err_len))
     ||  s_exec (conn, "cannot commit the schema", "COMMIT", 0, NULL, err, err_len))
         goto failed;
     return applied;
@@ -280,4 +290,17 @@ failed:;
     char ignore [256];
     s_exec (conn, "rollback", "ROLLBACK", 0, NULL, ignore, sizeof ignore);
     return -1;
+}
+
+int
+qn_schema_apply (PGconn *conn, char *err, size_t err_len)
+{
+    return qn_schema_run (conn, &(qn_schema_set_t) {
+        .label = "schema",
+        .embed = &qn_schema_broker,
+        .migrations_table = "queen.schema_migrations",
+        .functions_table = "queen.schema_functions",
+        .baseline = s_baseline_legacy,
+        .finish = "SELECT queen.ensure_segments ()"
+    }, err, err_len);
 }

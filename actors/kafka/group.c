@@ -4,12 +4,13 @@
     Stable. A JoinGroup is held until every member has one (or the
     rebalance deadline drops the others); a follower's SyncGroup is held
     until the leader's arrives (or the deadline answers 27). One sweep
-    timer (S_TICK_MS) runs the deadlines, session expiry and the expiry of
+    timer (QN_KG_TICK_MS) runs the deadlines, session expiry and the expiry of
     member ids handed out with 79. Answers are queued and sent after the
     state change that produced them (an answer starts the connection's
-    next request, which may come back here).
+    next request, which may come back here). OffsetCommit, OffsetFetch
+    and FindCoordinator are answered in group_offsets.c (group_impl.h).
 */
-#include "actors/kafka/group.h"
+#include "actors/kafka/group_impl.h"
 #include "actors/pg/call.h"
 #include "actors/pg/statements.h"
 #include "wire/kafka_group.h"
@@ -19,104 +20,13 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define S_TICK_MS           200
-#define S_PG_TIMEOUT_MS     30000
-#define S_META_MAX          4096        //  Commit metadata limit (error 12)
-#define S_RESERVED_GROUP    "__QUEUE_MODE__"
-
-typedef enum { S_EMPTY, S_PREPARING, S_COMPLETING, S_STABLE } s_state_t;
-
-typedef struct {
-    char *p;                    //  Owned, NUL-terminated (ids are compared by length)
-    int32_t len;
-} s_str_t;
-
-//  A request whose answer waits.
-typedef struct {
-    void *req;                  //  NULL: none
-    int16_t version;
-    int32_t corr;
-} s_held_t;
-
-typedef struct {
-    s_str_t id;
-    int32_t session_ms;
-    int32_t rebalance_ms;
-    int32_t protocol_count;
-    s_str_t *names;             //  Protocol names, the member's order
-    s_str_t *meta;              //  Their metadata (opaque)
-    int64_t last_seen;
-    uint64_t order;             //  Join order (leader choice)
-    s_held_t join, sync;
-    s_str_t assignment;
-} s_member_t;
-
-typedef struct {
-    s_str_t id;
-    int64_t expires;
-} s_pending_t;
-
-typedef struct {
-    s_str_t id;
-    s_state_t state;
-    int32_t generation;
-    s_str_t protocol_type;
-    s_str_t protocol;
-    s_str_t leader;
-    s_member_t **members;
-    uint32_t member_count, member_cap;
-    s_pending_t *pending;
-    uint32_t pending_count, pending_cap;
-    int64_t join_deadline;
-    int64_t sync_deadline;
-} s_group_t;
-
-typedef struct {
-    void *req;
-    qn_buf_t payload;
-    bool close;
-} s_out_t;
-
-//  An OffsetCommit / OffsetFetch waiting for its statement.
-typedef struct s_op_s s_op_t;
-struct s_op_s {
-    qn_kgroup_t *self;
-    s_op_t *prev, *next;
-    void *req;
-    int16_t api_key, version;
-    int32_t corr;
-    qn_karena_t arena;
-    qn_kafka_offset_commit_req_t oc;
-    qn_kafka_offset_fetch_req_t of;
-    qn_kafka_offset_commit_resp_t ocr;
-    int32_t *item_topic, *item_part;    //  OffsetCommit: item -> (topic, partition)
-    int32_t item_count;
-};
-
-struct qn_kgroup_s {
-    qn_kernel_t *kernel;        //  Not owned
-    const qn_config_t *config;  //  Not owned
-    qn_kgroup_answer_fn *answer;
-    void *owner;
-    s_group_t **groups;
-    uint32_t group_count, group_cap;
-    s_out_t *out;               //  Answers to send
-    uint32_t out_len, out_cap;
-    bool flushing;
-    bool stopping;
-    uint64_t timer;
-    uint64_t next_order;
-    s_op_t *ops;                //  In flight
-    msgpack_sbuffer exec;
-};
-
 // ------------------------------------------------------------------ strings
 
-static s_str_t
+static qn_kg_str_t
 s_dup (qn_kstr_t s)
 {
     int32_t n = s.len > 0 ? s.len : 0;
-    s_str_t out = { qn_malloc ((size_t) n + 1), n };
+    qn_kg_str_t out = { qn_malloc ((size_t) n + 1), n };
     if (n)
         memcpy (out.p, s.ptr, (size_t) n);
     out.p [n] = 0;
@@ -124,7 +34,7 @@ s_dup (qn_kstr_t s)
 }
 
 static void
-s_str_free (s_str_t *s)
+s_str_free (qn_kg_str_t *s)
 {
     free (s->p);
     s->p = NULL;
@@ -132,33 +42,33 @@ s_str_free (s_str_t *s)
 }
 
 static bool
-s_is (s_str_t a, qn_kstr_t b)
+s_is (qn_kg_str_t a, qn_kstr_t b)
 {
     return b.len >= 0 && a.len == b.len && (a.len == 0 || memcmp (a.p, b.ptr, (size_t) a.len) == 0);
 }
 
 static bool
-s_same (s_str_t a, s_str_t b)
+s_same (qn_kg_str_t a, qn_kg_str_t b)
 {
     return s_is (a, (qn_kstr_t) { b.p, b.len });
 }
 
 static qn_kstr_t
-s_k (s_str_t s)
+s_k (qn_kg_str_t s)
 {
     return (qn_kstr_t) { s.p ? s.p : "", s.len };
 }
 
 // ------------------------------------------------------------------ answers
 
-static void
-s_flush (qn_kgroup_t *self)
+void
+qn_kg_flush (qn_kgroup_t *self)
 {
     if (self->flushing)
         return;
     self->flushing = true;
     for (uint32_t i = 0; i < self->out_len; i++) {
-        s_out_t o = self->out [i];      //  The array may grow meanwhile
+        qn_kg_out_t o = self->out [i]; //  The array may grow meanwhile
         self->answer (self->owner, o.req, o.close ? NULL : &o.payload);
         qn_buf_free (&o.payload);
     }
@@ -167,15 +77,15 @@ s_flush (qn_kgroup_t *self)
 }
 
 //  Queues an answer; returns its payload, started with the correlation id.
-static qn_buf_t *
-s_out (qn_kgroup_t *self, void *req, int32_t corr)
+qn_buf_t *
+qn_kg_out (qn_kgroup_t *self, void *req, int32_t corr)
 {
     if (self->out_len == self->out_cap) {
         self->out_cap = self->out_cap ? self->out_cap * 2 : 16;
         self->out = qn_realloc (self->out, self->out_cap * sizeof *self->out);
     }
-    s_out_t *o = &self->out [self->out_len++];
-    *o = (s_out_t) { req, QN_BUF_INIT, false };
+    qn_kg_out_t *o = &self->out [self->out_len++];
+    *o = (qn_kg_out_t) { req, QN_BUF_INIT, false };
     qn_kw_i32 (&o->payload, corr);
     return &o->payload;
 }
@@ -183,12 +93,12 @@ s_out (qn_kgroup_t *self, void *req, int32_t corr)
 static void
 s_out_close (qn_kgroup_t *self, void *req)
 {
-    s_out (self, req, 0)->len = 0;
+    qn_kg_out (self, req, 0)->len = 0;
     self->out [self->out_len - 1].close = true;
 }
 
 static void
-s_answer_join (qn_kgroup_t *self, s_held_t *held, int16_t err, const s_group_t *g,
+s_answer_join (qn_kgroup_t *self, qn_kg_held_t *held, int16_t err, const qn_kg_group_t *g,
                qn_kstr_t member_id, bool with_members)
 {
     qn_kafka_join_group_resp_t out = {
@@ -202,7 +112,7 @@ s_answer_join (qn_kgroup_t *self, s_held_t *held, int16_t err, const s_group_t *
         if (with_members) {
             ms = qn_zalloc ((g->member_count ? g->member_count : 1) * sizeof *ms);
             for (uint32_t i = 0; i < g->member_count; i++) {
-                const s_member_t *m = g->members [i];
+                const qn_kg_member_t *m = g->members [i];
                 ms [i].member_id = s_k (m->id);
                 ms [i].group_instance_id = QN_KSTR_NULL;
                 ms [i].metadata = QN_KSTR ("");
@@ -214,16 +124,16 @@ s_answer_join (qn_kgroup_t *self, s_held_t *held, int16_t err, const s_group_t *
             out.members = ms;
         }
     }
-    qn_kafka_join_group_resp_encode (s_out (self, held->req, held->corr), held->version, &out);
+    qn_kafka_join_group_resp_encode (qn_kg_out (self, held->req, held->corr), held->version, &out);
     free (ms);
     held->req = NULL;
 }
 
 static void
-s_answer_sync (qn_kgroup_t *self, s_held_t *held, int16_t err, qn_kstr_t assignment)
+s_answer_sync (qn_kgroup_t *self, qn_kg_held_t *held, int16_t err, qn_kstr_t assignment)
 {
     qn_kafka_sync_group_resp_t out = { 0, err, err ? QN_KSTR ("") : assignment };
-    qn_kafka_sync_group_resp_encode (s_out (self, held->req, held->corr), held->version, &out);
+    qn_kafka_sync_group_resp_encode (qn_kg_out (self, held->req, held->corr), held->version, &out);
     held->req = NULL;
 }
 
@@ -231,13 +141,13 @@ static void
 s_answer_error (qn_kgroup_t *self, void *req, const qn_kafka_req_header_t *h, int16_t err)
 {
     qn_kafka_group_error_resp_t out = { 0, err };
-    qn_kafka_group_error_resp_encode (s_out (self, req, h->correlation_id), h->api_version, &out);
+    qn_kafka_group_error_resp_encode (qn_kg_out (self, req, h->correlation_id), h->api_version, &out);
 }
 
 // ------------------------------------------------------------------ groups
 
-static s_group_t *
-s_group_find (qn_kgroup_t *self, qn_kstr_t id, uint32_t *index)
+qn_kg_group_t *
+qn_kg_group_find (qn_kgroup_t *self, qn_kstr_t id, uint32_t *index)
 {
     for (uint32_t i = 0; i < self->group_count; i++)
         if (s_is (self->groups [i]->id, id)) {
@@ -248,15 +158,15 @@ s_group_find (qn_kgroup_t *self, qn_kstr_t id, uint32_t *index)
     return NULL;
 }
 
-static s_group_t *
+static qn_kg_group_t *
 s_group_get (qn_kgroup_t *self, qn_kstr_t id)
 {
-    s_group_t *g = s_group_find (self, id, NULL);
+    qn_kg_group_t *g = qn_kg_group_find (self, id, NULL);
     if (g)
         return g;
     g = qn_zalloc (sizeof *g);
     g->id = s_dup (id);
-    g->state = S_EMPTY;
+    g->state = QN_KG_EMPTY;
     if (self->group_count == self->group_cap) {
         self->group_cap = self->group_cap ? self->group_cap * 2 : 8;
         self->groups = qn_realloc (self->groups, self->group_cap * sizeof *self->groups);
@@ -266,7 +176,7 @@ s_group_get (qn_kgroup_t *self, qn_kstr_t id)
 }
 
 static void
-s_member_free (s_member_t *m)
+s_member_free (qn_kg_member_t *m)
 {
     s_str_free (&m->id);
     for (int32_t k = 0; k < m->protocol_count; k++) {
@@ -280,7 +190,7 @@ s_member_free (s_member_t *m)
 }
 
 static void
-s_group_free (s_group_t *g)
+s_group_free (qn_kg_group_t *g)
 {
     for (uint32_t i = 0; i < g->member_count; i++)
         s_member_free (g->members [i]);
@@ -295,8 +205,8 @@ s_group_free (s_group_t *g)
     free (g);
 }
 
-static s_member_t *
-s_member_find (const s_group_t *g, qn_kstr_t id, uint32_t *index)
+qn_kg_member_t *
+qn_kg_member_find (const qn_kg_group_t *g, qn_kstr_t id, uint32_t *index)
 {
     for (uint32_t i = 0; g && i < g->member_count; i++)
         if (s_is (g->members [i]->id, id)) {
@@ -309,7 +219,7 @@ s_member_find (const s_group_t *g, qn_kstr_t id, uint32_t *index)
 
 //  Removes member i (answers nothing; its held requests must be answered).
 static void
-s_member_remove (s_group_t *g, uint32_t i)
+s_member_remove (qn_kg_group_t *g, uint32_t i)
 {
     s_member_free (g->members [i]);
     memmove (&g->members [i], &g->members [i + 1], (g->member_count - i - 1) * sizeof *g->members);
@@ -317,7 +227,7 @@ s_member_remove (s_group_t *g, uint32_t i)
 }
 
 static int32_t
-s_max_rebalance_ms (const s_group_t *g)
+s_max_rebalance_ms (const qn_kg_group_t *g)
 {
     int32_t ms = 0;
     for (uint32_t i = 0; i < g->member_count; i++)
@@ -328,9 +238,9 @@ s_max_rebalance_ms (const s_group_t *g)
 
 //  Back to Empty: no member left.
 static void
-s_group_empty (s_group_t *g)
+s_group_empty (qn_kg_group_t *g)
 {
-    g->state = S_EMPTY;
+    g->state = QN_KG_EMPTY;
     g->generation++;
     s_str_free (&g->protocol);
     s_str_free (&g->leader);
@@ -339,12 +249,12 @@ s_group_empty (s_group_t *g)
 
 //  The chosen protocol: the first of the leader's that every member offers.
 static bool
-s_choose_protocol (s_group_t *g, const s_member_t *leader)
+s_choose_protocol (qn_kg_group_t *g, const qn_kg_member_t *leader)
 {
     for (int32_t k = 0; k < leader->protocol_count; k++) {
         bool all = true;
         for (uint32_t i = 0; i < g->member_count && all; i++) {
-            const s_member_t *m = g->members [i];
+            const qn_kg_member_t *m = g->members [i];
             bool has = false;
             for (int32_t j = 0; j < m->protocol_count && !has; j++)
                 has = s_same (m->names [j], leader->names [k]);
@@ -362,7 +272,7 @@ s_choose_protocol (s_group_t *g, const s_member_t *leader)
 //  The join phase ends: members without a held JoinGroup leave, the
 //  generation moves on, every held join is answered (§7 step 5).
 static void
-s_complete_join (qn_kgroup_t *self, s_group_t *g)
+s_complete_join (qn_kgroup_t *self, qn_kg_group_t *g)
 {
     for (uint32_t i = g->member_count; i-- > 0;)
         if (!g->members [i]->join.req) {
@@ -374,7 +284,7 @@ s_complete_join (qn_kgroup_t *self, s_group_t *g)
         s_group_empty (g);
         return;
     }
-    const s_member_t *leader = s_member_find (g, s_k (g->leader), NULL);
+    const qn_kg_member_t *leader = qn_kg_member_find (g, s_k (g->leader), NULL);
     if (!leader || !g->leader.p) {
         leader = g->members [0];
         for (uint32_t i = 1; i < g->member_count; i++)
@@ -386,7 +296,7 @@ s_complete_join (qn_kgroup_t *self, s_group_t *g)
     if (!s_choose_protocol (g, leader)) {
         //  Cannot happen after the join checks; refuse everyone rather than guess.
         while (g->member_count) {
-            s_member_t *m = g->members [g->member_count - 1];
+            qn_kg_member_t *m = g->members [g->member_count - 1];
             s_answer_join (self, &m->join, QN_KAFKA_INCONSISTENT_GROUP_PROTOCOL, g, s_k (m->id), false);
             s_member_remove (g, g->member_count - 1);
         }
@@ -394,11 +304,11 @@ s_complete_join (qn_kgroup_t *self, s_group_t *g)
         return;
     }
     g->generation++;
-    g->state = S_COMPLETING;
+    g->state = QN_KG_COMPLETING;
     int64_t now = qn_now_ms ();
     g->sync_deadline = now + s_max_rebalance_ms (g);
     for (uint32_t i = 0; i < g->member_count; i++) {
-        s_member_t *m = g->members [i];
+        qn_kg_member_t *m = g->members [i];
         s_str_free (&m->assignment);
         m->last_seen = now;
         s_answer_join (self, &m->join, 0, g, s_k (m->id), s_same (m->id, g->leader));
@@ -408,9 +318,9 @@ s_complete_join (qn_kgroup_t *self, s_group_t *g)
 
 //  Completes the join phase once every member has a held JoinGroup.
 static void
-s_check_join (qn_kgroup_t *self, s_group_t *g)
+s_check_join (qn_kgroup_t *self, qn_kg_group_t *g)
 {
-    if (g->state != S_PREPARING)
+    if (g->state != QN_KG_PREPARING)
         return;
     for (uint32_t i = 0; i < g->member_count; i++)
         if (!g->members [i]->join.req)
@@ -420,18 +330,18 @@ s_check_join (qn_kgroup_t *self, s_group_t *g)
 
 //  Starts a rebalance (or goes Empty when no member is left).
 static void
-s_prepare (qn_kgroup_t *self, s_group_t *g)
+s_prepare (qn_kgroup_t *self, qn_kg_group_t *g)
 {
     if (g->member_count == 0) {
-        if (g->state != S_EMPTY)
+        if (g->state != QN_KG_EMPTY)
             s_group_empty (g);
         return;
     }
-    if (g->state != S_PREPARING) {
+    if (g->state != QN_KG_PREPARING) {
         for (uint32_t i = 0; i < g->member_count; i++)
             if (g->members [i]->sync.req)
                 s_answer_sync (self, &g->members [i]->sync, QN_KAFKA_REBALANCE_IN_PROGRESS, QN_KSTR (""));
-        g->state = S_PREPARING;
+        g->state = QN_KG_PREPARING;
         g->join_deadline = qn_now_ms () + s_max_rebalance_ms (g);
     }
     s_check_join (self, g);
@@ -440,9 +350,9 @@ s_prepare (qn_kgroup_t *self, s_group_t *g)
 //  Member i leaves (LeaveGroup, session expiry): its held requests get
 //  25, the others rebalance.
 static void
-s_member_leaves (qn_kgroup_t *self, s_group_t *g, uint32_t i)
+s_member_leaves (qn_kgroup_t *self, qn_kg_group_t *g, uint32_t i)
 {
-    s_member_t *m = g->members [i];
+    qn_kg_member_t *m = g->members [i];
     if (m->join.req)
         s_answer_join (self, &m->join, QN_KAFKA_UNKNOWN_MEMBER_ID, g, s_k (m->id), false);
     if (m->sync.req)
@@ -457,7 +367,7 @@ static void
 s_timer_start (qn_kgroup_t *self)
 {
     if (!self->timer)
-        self->timer = qn_timer_add (self->kernel, S_TICK_MS, S_TICK_MS, s_tick, self);
+        self->timer = qn_timer_add (self->kernel, QN_KG_TICK_MS, QN_KG_TICK_MS, s_tick, self);
 }
 
 // ------------------------------------------------------------------ sweep
@@ -469,7 +379,7 @@ s_tick (void *self_, void *arg)
     qn_kgroup_t *self = arg;
     int64_t now = qn_now_ms ();
     for (uint32_t gi = 0; gi < self->group_count;) {
-        s_group_t *g = self->groups [gi];
+        qn_kg_group_t *g = self->groups [gi];
         for (uint32_t i = 0; i < g->pending_count;)
             if (g->pending [i].expires <= now) {
                 s_str_free (&g->pending [i].id);
@@ -477,17 +387,17 @@ s_tick (void *self_, void *arg)
             }
             else
                 i++;
-        if (g->state == S_PREPARING && now >= g->join_deadline)
+        if (g->state == QN_KG_PREPARING && now >= g->join_deadline)
             s_complete_join (self, g);
         else
-        if (g->state == S_COMPLETING && now >= g->sync_deadline) {
+        if (g->state == QN_KG_COMPLETING && now >= g->sync_deadline) {
             //  The leader never sent its assignment: everyone rejoins.
-            g->state = S_STABLE;
+            g->state = QN_KG_STABLE;
             s_prepare (self, g);
         }
         //  Session expiry; time inside a held request does not count.
         for (uint32_t i = 0; i < g->member_count;) {
-            s_member_t *m = g->members [i];
+            qn_kg_member_t *m = g->members [i];
             if (!m->join.req && !m->sync.req && now - m->last_seen > m->session_ms) {
                 qn_info ("kafka group %s: member %s expired", g->id.p, m->id.p);
                 s_member_leaves (self, g, i);
@@ -496,26 +406,26 @@ s_tick (void *self_, void *arg)
             else
                 i++;
         }
-        if (g->state == S_EMPTY && g->member_count == 0 && g->pending_count == 0) {
+        if (g->state == QN_KG_EMPTY && g->member_count == 0 && g->pending_count == 0) {
             s_group_free (g);
             self->groups [gi] = self->groups [--self->group_count];
         }
         else
             gi++;
     }
-    s_flush (self);
+    qn_kg_flush (self);
 }
 
 // ------------------------------------------------------------------ JoinGroup
 
-static bool
-s_bad_group_id (qn_kstr_t id)
+bool
+qn_kg_bad_group_id (qn_kstr_t id)
 {
-    return id.len <= 0 || qn_kstr_eq (id, QN_KSTR (S_RESERVED_GROUP));
+    return id.len <= 0 || qn_kstr_eq (id, QN_KSTR (QN_KG_RESERVED_GROUP));
 }
 
 //  A fresh member id: client_id "-" uuid4.
-static s_str_t
+static qn_kg_str_t
 s_new_member_id (qn_kstr_t client_id)
 {
     uint8_t u [16];
@@ -538,12 +448,12 @@ s_new_member_id (qn_kstr_t client_id)
 //  True if some protocol of the request is offered by every member but
 //  `except` (the requester itself).
 static bool
-s_protocols_fit (const s_group_t *g, const qn_kafka_join_group_req_t *jr, const s_member_t *except)
+s_protocols_fit (const qn_kg_group_t *g, const qn_kafka_join_group_req_t *jr, const qn_kg_member_t *except)
 {
     for (int32_t k = 0; k < jr->protocol_count; k++) {
         bool all = true;
         for (uint32_t i = 0; i < g->member_count && all; i++) {
-            const s_member_t *m = g->members [i];
+            const qn_kg_member_t *m = g->members [i];
             if (m == except)
                 continue;
             bool has = false;
@@ -560,10 +470,10 @@ s_protocols_fit (const s_group_t *g, const qn_kafka_join_group_req_t *jr, const 
 static void
 s_join (qn_kgroup_t *self, void *req, const qn_kafka_req_header_t *h, const qn_kafka_join_group_req_t *jr)
 {
-    s_held_t now_held = { req, h->api_version, h->correlation_id };
+    qn_kg_held_t now_held = { req, h->api_version, h->correlation_id };
     int16_t err = 0;
     int32_t session = jr->session_timeout_ms;
-    if (s_bad_group_id (jr->group_id))
+    if (qn_kg_bad_group_id (jr->group_id))
         err = QN_KAFKA_INVALID_GROUP_ID;
     else
     if (jr->group_instance_id.len >= 0)
@@ -577,8 +487,8 @@ s_join (qn_kgroup_t *self, void *req, const qn_kafka_req_header_t *h, const qn_k
     else
     if (self->stopping)
         err = QN_KAFKA_COORDINATOR_NOT_AVAILABLE;
-    s_group_t *g = err ? NULL : s_group_find (self, jr->group_id, NULL);
-    s_member_t *m = g && jr->member_id.len > 0 ? s_member_find (g, jr->member_id, NULL) : NULL;
+    qn_kg_group_t *g = err ? NULL : qn_kg_group_find (self, jr->group_id, NULL);
+    qn_kg_member_t *m = g && jr->member_id.len > 0 ? qn_kg_member_find (g, jr->member_id, NULL) : NULL;
     if (!err && g && g->member_count > 0
      && (!s_is (g->protocol_type, jr->protocol_type) || !s_protocols_fit (g, jr, m)))
         err = QN_KAFKA_INCONSISTENT_GROUP_PROTOCOL;
@@ -587,7 +497,7 @@ s_join (qn_kgroup_t *self, void *req, const qn_kafka_req_header_t *h, const qn_k
         return;
     }
     g = s_group_get (self, jr->group_id);
-    s_str_t new_id = { NULL, 0 };
+    qn_kg_str_t new_id = { NULL, 0 };
     if (jr->member_id.len == 0) {
         new_id = s_new_member_id (h->client_id);
         if (h->api_version >= 4) {
@@ -596,7 +506,7 @@ s_join (qn_kgroup_t *self, void *req, const qn_kafka_req_header_t *h, const qn_k
                 g->pending_cap = g->pending_cap ? g->pending_cap * 2 : 4;
                 g->pending = qn_realloc (g->pending, g->pending_cap * sizeof *g->pending);
             }
-            g->pending [g->pending_count++] = (s_pending_t) { new_id, qn_now_ms () + session };
+            g->pending [g->pending_count++] = (qn_kg_pending_t) { new_id, qn_now_ms () + session };
             s_answer_join (self, &now_held, QN_KAFKA_MEMBER_ID_REQUIRED, NULL, s_k (new_id), false);
             return;
         }
@@ -656,9 +566,9 @@ s_join (qn_kgroup_t *self, void *req, const qn_kafka_req_header_t *h, const qn_k
 static void
 s_sync (qn_kgroup_t *self, void *req, const qn_kafka_req_header_t *h, const qn_kafka_sync_group_req_t *sr)
 {
-    s_held_t held = { req, h->api_version, h->correlation_id };
-    s_group_t *g = s_group_find (self, sr->group_id, NULL);
-    s_member_t *m = s_member_find (g, sr->member_id, NULL);
+    qn_kg_held_t held = { req, h->api_version, h->correlation_id };
+    qn_kg_group_t *g = qn_kg_group_find (self, sr->group_id, NULL);
+    qn_kg_member_t *m = qn_kg_member_find (g, sr->member_id, NULL);
     int16_t err = 0;
     if (sr->group_instance_id.len >= 0)
         err = QN_KAFKA_INVALID_REQUEST;
@@ -669,17 +579,17 @@ s_sync (qn_kgroup_t *self, void *req, const qn_kafka_req_header_t *h, const qn_k
     if (sr->generation_id != g->generation)
         err = QN_KAFKA_ILLEGAL_GENERATION;
     else
-    if (g->state == S_PREPARING)
+    if (g->state == QN_KG_PREPARING)
         err = QN_KAFKA_REBALANCE_IN_PROGRESS;
     else
-    if (g->state == S_COMPLETING && self->stopping)
+    if (g->state == QN_KG_COMPLETING && self->stopping)
         err = QN_KAFKA_COORDINATOR_NOT_AVAILABLE;
     if (err) {
         s_answer_sync (self, &held, err, QN_KSTR (""));
         return;
     }
     m->last_seen = qn_now_ms ();
-    if (g->state == S_STABLE) {
+    if (g->state == QN_KG_STABLE) {
         s_answer_sync (self, &held, 0, s_k (m->assignment));
         return;
     }
@@ -691,16 +601,16 @@ s_sync (qn_kgroup_t *self, void *req, const qn_kafka_req_header_t *h, const qn_k
     for (uint32_t i = 0; i < g->member_count; i++)
         s_str_free (&g->members [i]->assignment);
     for (int32_t a = 0; a < sr->assignment_count; a++) {
-        s_member_t *to = s_member_find (g, sr->assignments [a].member_id, NULL);
+        qn_kg_member_t *to = qn_kg_member_find (g, sr->assignments [a].member_id, NULL);
         if (to) {
             s_str_free (&to->assignment);
             to->assignment = s_dup (sr->assignments [a].assignment);
         }
     }
-    g->state = S_STABLE;
+    g->state = QN_KG_STABLE;
     int64_t now = qn_now_ms ();
     for (uint32_t i = 0; i < g->member_count; i++) {
-        s_member_t *x = g->members [i];
+        qn_kg_member_t *x = g->members [i];
         if (x->sync.req) {
             x->last_seen = now;
             s_answer_sync (self, &x->sync, 0, s_k (x->assignment));
@@ -711,8 +621,8 @@ s_sync (qn_kgroup_t *self, void *req, const qn_kafka_req_header_t *h, const qn_k
 static void
 s_heartbeat (qn_kgroup_t *self, void *req, const qn_kafka_req_header_t *h, const qn_kafka_heartbeat_req_t *hr)
 {
-    s_group_t *g = s_group_find (self, hr->group_id, NULL);
-    s_member_t *m = s_member_find (g, hr->member_id, NULL);
+    qn_kg_group_t *g = qn_kg_group_find (self, hr->group_id, NULL);
+    qn_kg_member_t *m = qn_kg_member_find (g, hr->member_id, NULL);
     int16_t err = 0;
     if (hr->group_instance_id.len >= 0)
         err = QN_KAFKA_INVALID_REQUEST;
@@ -723,7 +633,7 @@ s_heartbeat (qn_kgroup_t *self, void *req, const qn_kafka_req_header_t *h, const
     if (hr->generation_id != g->generation)
         err = QN_KAFKA_ILLEGAL_GENERATION;
     else
-    if (g->state == S_PREPARING)
+    if (g->state == QN_KG_PREPARING)
         err = QN_KAFKA_REBALANCE_IN_PROGRESS;
     if (m)
         m->last_seen = qn_now_ms ();
@@ -733,322 +643,14 @@ s_heartbeat (qn_kgroup_t *self, void *req, const qn_kafka_req_header_t *h, const
 static void
 s_leave (qn_kgroup_t *self, void *req, const qn_kafka_req_header_t *h, const qn_kafka_heartbeat_req_t *lr)
 {
-    s_group_t *g = s_group_find (self, lr->group_id, NULL);
+    qn_kg_group_t *g = qn_kg_group_find (self, lr->group_id, NULL);
     uint32_t i;
-    if (!s_member_find (g, lr->member_id, &i)) {
+    if (!qn_kg_member_find (g, lr->member_id, &i)) {
         s_answer_error (self, req, h, QN_KAFKA_UNKNOWN_MEMBER_ID);
         return;
     }
     s_answer_error (self, req, h, 0);
     s_member_leaves (self, g, i);
-}
-
-// ------------------------------------------------------------------ OffsetCommit / OffsetFetch
-
-static s_op_t *
-s_op_new (qn_kgroup_t *self, void *req, const qn_kafka_req_header_t *h)
-{
-    s_op_t *op = qn_zalloc (sizeof *op);
-    op->self = self;
-    op->req = req;
-    op->api_key = h->api_key;
-    op->version = h->api_version;
-    op->corr = h->correlation_id;
-    qn_karena_init (&op->arena);
-    return op;
-}
-
-static void
-s_op_link (qn_kgroup_t *self, s_op_t *op)
-{
-    op->next = self->ops;
-    if (self->ops)
-        self->ops->prev = op;
-    self->ops = op;
-}
-
-static void
-s_op_free (qn_kgroup_t *self, s_op_t *op, bool linked)
-{
-    if (linked) {
-        if (op->prev)
-            op->prev->next = op->next;
-        else
-            self->ops = op->next;
-        if (op->next)
-            op->next->prev = op->prev;
-    }
-    qn_karena_free (&op->arena);
-    free (op);
-}
-
-static void
-s_commit_answer (qn_kgroup_t *self, s_op_t *op)
-{
-    qn_kafka_offset_commit_resp_encode (s_out (self, op->req, op->corr), op->version, &op->ocr);
-}
-
-static void
-s_on_commit_result (void *self_, void *arg, const qn_env_t *env)
-{
-    (void) self_;
-    s_op_t *op = arg;
-    qn_kgroup_t *self = op->self;
-    qn_pg_result_t res;
-    qn_pg_result_decode (env ? env->body.ptr : NULL, env ? env->body.len : 0, &res);
-    bool failed = qn_pg_result_failed (&res, NULL, 0) || res.row_count != (uint32_t) op->item_count;
-    for (int32_t i = 0; i < op->item_count; i++) {
-        int64_t err = QN_KAFKA_COORDINATOR_NOT_AVAILABLE;
-        if (!failed && !qn_pg_call_int (qn_pg_result_col (&res, (uint32_t) i, 1), &err))
-            err = QN_KAFKA_COORDINATOR_NOT_AVAILABLE;
-        op->ocr.topics [op->item_topic [i]].partitions [op->item_part [i]].error_code = (int16_t) err;
-    }
-    if (failed)
-        qn_warn ("kafka offset commit failed (answered 15)");
-    qn_pg_result_free (&res);
-    s_commit_answer (self, op);
-    s_op_free (self, op, true);
-    s_flush (self);
-}
-
-static void
-s_offset_commit (qn_kgroup_t *self, s_op_t *op)
-{
-    const qn_kafka_offset_commit_req_t *oc = &op->oc;
-    int16_t err = 0;
-    if (s_bad_group_id (oc->group_id))
-        err = QN_KAFKA_INVALID_GROUP_ID;
-    else {
-        s_group_t *g = s_group_find (self, oc->group_id, NULL);
-        if (oc->generation_id == -1 && oc->member_id.len == 0) {
-            if (g && g->member_count > 0)
-                err = QN_KAFKA_UNKNOWN_MEMBER_ID;
-        }
-        else {
-            s_member_t *m = s_member_find (g, oc->member_id, NULL);
-            if (!m)
-                err = QN_KAFKA_UNKNOWN_MEMBER_ID;
-            else
-            if (oc->generation_id != g->generation)
-                err = QN_KAFKA_ILLEGAL_GENERATION;
-            else
-            if (g->state == S_COMPLETING)
-                //  Deviation from spec §7 (which says PreparingRebalance),
-                //  as Kafka does: a member of the current generation may
-                //  still commit what it consumed until it rejoins; only
-                //  while the assignment is being handed out is it 27.
-                err = QN_KAFKA_REBALANCE_IN_PROGRESS;
-            if (m)
-                m->last_seen = qn_now_ms ();
-        }
-    }
-    qn_kafka_offset_commit_resp_t *out = &op->ocr;
-    out->topic_count = oc->topic_count;
-    out->topics = qn_karena_alloc (&op->arena, (size_t) (oc->topic_count + 1) * sizeof *out->topics);
-    int32_t items = 0;
-    for (int32_t t = 0; t < oc->topic_count; t++) {
-        out->topics [t].name = oc->topics [t].name;
-        out->topics [t].partition_count = oc->topics [t].partition_count;
-        out->topics [t].partitions = qn_karena_alloc (&op->arena,
-            (size_t) (oc->topics [t].partition_count + 1) * sizeof *out->topics [t].partitions);
-        items += oc->topics [t].partition_count;
-    }
-    op->item_topic = qn_karena_alloc (&op->arena, (size_t) (items + 1) * sizeof (int32_t));
-    op->item_part = qn_karena_alloc (&op->arena, (size_t) (items + 1) * sizeof (int32_t));
-    for (int32_t t = 0; t < oc->topic_count; t++)
-        for (int32_t p = 0; p < oc->topics [t].partition_count; p++) {
-            const qn_kafka_oc_part_t *in = &oc->topics [t].partitions [p];
-            qn_kafka_oc_part_resp_t *rp = &out->topics [t].partitions [p];
-            rp->partition_index = in->partition_index;
-            rp->error_code = err;
-            if (!err && in->metadata.len > S_META_MAX)
-                rp->error_code = QN_KAFKA_OFFSET_METADATA_TOO_LARGE;
-            if (rp->error_code == 0) {
-                op->item_topic [op->item_count] = t;
-                op->item_part [op->item_count++] = p;
-            }
-        }
-    if (op->item_count == 0) {
-        s_commit_answer (self, op);
-        s_op_free (self, op, false);
-        return;
-    }
-    qn_pg_args_t a;
-    qn_pg_args_init (&a);
-    qn_pg_args_cstr (&a, "");
-    qn_pg_args_str (&a, oc->group_id.ptr, (size_t) oc->group_id.len);
-    for (int col = 0; col < 4; col++) {
-        qn_pg_args_array (&a, (uint32_t) op->item_count);
-        for (int32_t i = 0; i < op->item_count; i++) {
-            const qn_kafka_oc_topic_t *tp = &oc->topics [op->item_topic [i]];
-            const qn_kafka_oc_part_t *in = &tp->partitions [op->item_part [i]];
-            if (col == 0)
-                qn_pg_args_str (&a, tp->name.ptr, (size_t) tp->name.len);
-            else
-            if (col == 1)
-                qn_pg_args_int (&a, in->partition_index);
-            else
-            if (col == 2)
-                qn_pg_args_int (&a, in->committed_offset);
-            else
-            if (in->metadata.len < 0)
-                qn_pg_args_null (&a);
-            else
-                qn_pg_args_bin (&a, in->metadata.len ? in->metadata.ptr : "", (size_t) in->metadata.len);
-        }
-    }
-    s_op_link (self, op);
-    int rc = qn_pg_call (self->kernel, "pg_writer", &self->exec, QN_SQL_KAFKA_OFFSET_COMMIT, NULL, &a,
-                         S_PG_TIMEOUT_MS, s_on_commit_result, op);
-    qn_pg_args_free (&a);
-    if (rc)
-        s_on_commit_result (NULL, op, NULL);
-}
-
-//  Builds the OffsetFetch answer from the statement's rows (res NULL or
-//  failed: every partition 15).
-static void
-s_fetch_answer (qn_kgroup_t *self, s_op_t *op, const qn_pg_result_t *res, int16_t group_err)
-{
-    const qn_kafka_offset_fetch_req_t *of = &op->of;
-    bool failed = !group_err && (!res || qn_pg_result_failed (res, NULL, 0));
-    qn_kafka_offset_fetch_resp_t out = { 0, 0, NULL, 0 };
-    if (group_err || failed) {
-        int16_t e = group_err ? group_err : QN_KAFKA_COORDINATOR_NOT_AVAILABLE;
-        out.error_code = e;
-        out.topic_count = of->topic_count > 0 ? of->topic_count : 0;
-        out.topics = qn_karena_alloc (&op->arena, (size_t) (out.topic_count + 1) * sizeof *out.topics);
-        for (int32_t t = 0; t < out.topic_count; t++) {
-            qn_kafka_of_topic_resp_t *rt = &out.topics [t];
-            rt->name = of->topics [t].name;
-            rt->partition_count = of->topics [t].partition_count;
-            rt->partitions = qn_karena_alloc (&op->arena, (size_t) (rt->partition_count + 1) * sizeof *rt->partitions);
-            for (int32_t p = 0; p < rt->partition_count; p++)
-                rt->partitions [p] = (qn_kafka_of_part_resp_t) {
-                    of->topics [t].partitions [p], -1, QN_KSTR_NULL, e };
-        }
-    }
-    else
-    if (of->topic_count >= 0) {
-        out.topic_count = of->topic_count;
-        out.topics = qn_karena_alloc (&op->arena, (size_t) (out.topic_count + 1) * sizeof *out.topics);
-        uint32_t row = 0;
-        for (int32_t t = 0; t < out.topic_count; t++) {
-            qn_kafka_of_topic_resp_t *rt = &out.topics [t];
-            rt->name = of->topics [t].name;
-            rt->partition_count = of->topics [t].partition_count;
-            rt->partitions = qn_karena_alloc (&op->arena, (size_t) (rt->partition_count + 1) * sizeof *rt->partitions);
-            for (int32_t p = 0; p < rt->partition_count; p++, row++) {
-                qn_kafka_of_part_resp_t *rp = &rt->partitions [p];
-                *rp = (qn_kafka_of_part_resp_t) { of->topics [t].partitions [p], -1, QN_KSTR_NULL,
-                                                  QN_KAFKA_COORDINATOR_NOT_AVAILABLE };
-                int64_t err, off = -1;
-                if (row < res->row_count && qn_pg_call_int (qn_pg_result_col (res, row, 2), &err)) {
-                    qn_pg_call_int (qn_pg_result_col (res, row, 3), &off);
-                    const msgpack_object *mo = qn_pg_result_col (res, row, 4);
-                    rp->error_code = (int16_t) err;
-                    rp->committed_offset = err ? -1 : off;
-                    if (!err && mo && (mo->type == MSGPACK_OBJECT_BIN || mo->type == MSGPACK_OBJECT_STR))
-                        rp->metadata = (qn_kstr_t) { mo->via.bin.ptr, (int32_t) mo->via.bin.size };
-                }
-            }
-        }
-    }
-    else {
-        //  Every committed offset: rows sorted by topic, one topic per run.
-        out.topics = qn_karena_alloc (&op->arena, (size_t) (res->row_count + 1) * sizeof *out.topics);
-        for (uint32_t row = 0; row < res->row_count; row++) {
-            const msgpack_object *to = qn_pg_result_col (res, row, 0);
-            if (!to || to->type != MSGPACK_OBJECT_STR)
-                continue;
-            qn_kstr_t name = { to->via.str.ptr, (int32_t) to->via.str.size };
-            qn_kafka_of_topic_resp_t *rt = out.topic_count ? &out.topics [out.topic_count - 1] : NULL;
-            if (!rt || !qn_kstr_eq (rt->name, name)) {
-                rt = &out.topics [out.topic_count++];
-                rt->name = name;
-                rt->partitions = qn_karena_alloc (&op->arena, (size_t) (res->row_count - row + 1) * sizeof *rt->partitions);
-            }
-            qn_kafka_of_part_resp_t *rp = &rt->partitions [rt->partition_count++];
-            int64_t kp = 0, off = -1;
-            qn_pg_call_int (qn_pg_result_col (res, row, 1), &kp);
-            qn_pg_call_int (qn_pg_result_col (res, row, 3), &off);
-            const msgpack_object *mo = qn_pg_result_col (res, row, 4);
-            *rp = (qn_kafka_of_part_resp_t) { (int32_t) kp, off, QN_KSTR_NULL, 0 };
-            if (mo && (mo->type == MSGPACK_OBJECT_BIN || mo->type == MSGPACK_OBJECT_STR))
-                rp->metadata = (qn_kstr_t) { mo->via.bin.ptr, (int32_t) mo->via.bin.size };
-        }
-    }
-    if (failed)
-        qn_warn ("kafka offset fetch failed (answered 15)");
-    qn_kafka_offset_fetch_resp_encode (s_out (self, op->req, op->corr), op->version, &out);
-}
-
-static void
-s_on_fetch_result (void *self_, void *arg, const qn_env_t *env)
-{
-    (void) self_;
-    s_op_t *op = arg;
-    qn_kgroup_t *self = op->self;
-    qn_pg_result_t res;
-    qn_pg_result_decode (env ? env->body.ptr : NULL, env ? env->body.len : 0, &res);
-    s_fetch_answer (self, op, &res, 0);
-    qn_pg_result_free (&res);
-    s_op_free (self, op, true);
-    s_flush (self);
-}
-
-static void
-s_offset_fetch (qn_kgroup_t *self, s_op_t *op)
-{
-    const qn_kafka_offset_fetch_req_t *of = &op->of;
-    if (s_bad_group_id (of->group_id)) {
-        s_fetch_answer (self, op, NULL, QN_KAFKA_INVALID_GROUP_ID);
-        s_op_free (self, op, false);
-        return;
-    }
-    qn_pg_args_t a;
-    qn_pg_args_init (&a);
-    qn_pg_args_cstr (&a, "");
-    qn_pg_args_str (&a, of->group_id.ptr, (size_t) of->group_id.len);
-    if (of->topic_count < 0) {
-        qn_pg_args_null (&a);
-        qn_pg_args_null (&a);
-    }
-    else {
-        uint32_t n = 0;
-        for (int32_t t = 0; t < of->topic_count; t++)
-            n += (uint32_t) of->topics [t].partition_count;
-        qn_pg_args_array (&a, n);
-        for (int32_t t = 0; t < of->topic_count; t++)
-            for (int32_t p = 0; p < of->topics [t].partition_count; p++)
-                qn_pg_args_str (&a, of->topics [t].name.ptr, (size_t) of->topics [t].name.len);
-        qn_pg_args_array (&a, n);
-        for (int32_t t = 0; t < of->topic_count; t++)
-            for (int32_t p = 0; p < of->topics [t].partition_count; p++)
-                qn_pg_args_int (&a, of->topics [t].partitions [p]);
-    }
-    s_op_link (self, op);
-    int rc = qn_pg_call (self->kernel, "pg_reader", &self->exec, QN_SQL_KAFKA_OFFSET_FETCH, NULL, &a,
-                         S_PG_TIMEOUT_MS, s_on_fetch_result, op);
-    qn_pg_args_free (&a);
-    if (rc)
-        s_on_fetch_result (NULL, op, NULL);
-}
-
-// ------------------------------------------------------------------ FindCoordinator
-
-static void
-s_find_coordinator (qn_kgroup_t *self, void *req, const qn_kafka_req_header_t *h,
-                    const qn_kafka_find_coordinator_req_t *fc)
-{
-    qn_kafka_find_coordinator_resp_t out = { 0, 0, QN_KSTR_NULL, (int32_t) self->config->kafka_node_id,
-                                             qn_kstr (self->config->kafka_advertised_host),
-                                             (int32_t) self->config->kafka_port };
-    if (fc->key.len <= 0) {
-        out = (qn_kafka_find_coordinator_resp_t) { 0, QN_KAFKA_INVALID_GROUP_ID, QN_KSTR ("empty group id"),
-                                                   -1, QN_KSTR (""), -1 };
-    }
-    qn_kafka_find_coordinator_resp_encode (s_out (self, req, h->correlation_id), h->api_version, &out);
 }
 
 // ------------------------------------------------------------------ entry points
@@ -1089,7 +691,7 @@ qn_kgroup_request (qn_kgroup_t *self, void *req, const qn_kafka_req_header_t *h,
         case QN_KAFKA_FIND_COORDINATOR: {
             qn_kafka_find_coordinator_req_t fc;
             if ((rc = qn_kafka_find_coordinator_req_decode (v, body, len, &arena, &fc)) == 0)
-                s_find_coordinator (self, req, h, &fc);
+                qn_kg_find_coordinator (self, req, h, &fc);
             break;
         }
         case QN_KAFKA_JOIN_GROUP: {
@@ -1117,19 +719,19 @@ qn_kgroup_request (qn_kgroup_t *self, void *req, const qn_kafka_req_header_t *h,
             break;
         }
         case QN_KAFKA_OFFSET_COMMIT: {
-            s_op_t *op = s_op_new (self, req, h);
+            qn_kg_op_t *op = qn_kg_op_new (self, req, h);
             if ((rc = qn_kafka_offset_commit_req_decode (v, body, len, &op->arena, &op->oc)) == 0)
-                s_offset_commit (self, op);
+                qn_kg_offset_commit (self, op);
             else
-                s_op_free (self, op, false);
+                qn_kg_op_free (self, op, false);
             break;
         }
         case QN_KAFKA_OFFSET_FETCH: {
-            s_op_t *op = s_op_new (self, req, h);
+            qn_kg_op_t *op = qn_kg_op_new (self, req, h);
             if ((rc = qn_kafka_offset_fetch_req_decode (v, body, len, &op->arena, &op->of)) == 0)
-                s_offset_fetch (self, op);
+                qn_kg_offset_fetch (self, op);
             else
-                s_op_free (self, op, false);
+                qn_kg_op_free (self, op, false);
             break;
         }
         default:
@@ -1140,7 +742,7 @@ qn_kgroup_request (qn_kgroup_t *self, void *req, const qn_kafka_req_header_t *h,
         qn_info ("kafka group request malformed: api=%d version=%d (connection closed)", h->api_key, v);
         s_out_close (self, req);
     }
-    s_flush (self);
+    qn_kg_flush (self);
 }
 
 void
@@ -1148,16 +750,16 @@ qn_kgroup_stop (qn_kgroup_t *self)
 {
     self->stopping = true;
     for (uint32_t gi = 0; gi < self->group_count; gi++) {
-        s_group_t *g = self->groups [gi];
+        qn_kg_group_t *g = self->groups [gi];
         for (uint32_t i = 0; i < g->member_count; i++) {
-            s_member_t *m = g->members [i];
+            qn_kg_member_t *m = g->members [i];
             if (m->join.req)
                 s_answer_join (self, &m->join, QN_KAFKA_COORDINATOR_NOT_AVAILABLE, NULL, s_k (m->id), false);
             if (m->sync.req)
                 s_answer_sync (self, &m->sync, QN_KAFKA_COORDINATOR_NOT_AVAILABLE, QN_KSTR (""));
         }
     }
-    s_flush (self);
+    qn_kg_flush (self);
 }
 
 qn_kgroup_t *
@@ -1185,7 +787,7 @@ qn_kgroup_destroy (qn_kgroup_t **self_p)
         qn_buf_free (&self->out [i].payload);
     free (self->out);
     while (self->ops)
-        s_op_free (self, self->ops, true);
+        qn_kg_op_free (self, self->ops, true);
     msgpack_sbuffer_destroy (&self->exec);
     free (self);
     *self_p = NULL;

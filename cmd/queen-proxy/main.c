@@ -1,10 +1,10 @@
 /*  cmd/queen-proxy/main.c - queen-proxy: the tenant-facing boundary
     Config (the broker's settings table, PORT 6630), its own schema
-    (schema/proxy/, embedded by scripts/embed-proxy-sql.sh, version table
-    queen_proxy.schema_migrations), then the actors: "proxy_pg" (the
-    broker's PostgreSQL pool, actors/pg/writer.c, one connection),
-    "jwks", "proxy_hasher", "proxy" (forwarding, keys, roles, users,
-    limits; actors/proxy/, see proxy_int.h) and its HTTP door
+    (schema/proxy/, embedded by scripts/embed-sql.sh, applied by
+    kernel/schema.c, version table queen_proxy.schema_migrations), then the
+    actors: "proxy_pg" (the broker's PostgreSQL pool, actors/pg/writer.c,
+    one connection), "jwks", "proxy_hasher", "proxy" (forwarding, keys,
+    roles, users, limits; actors/proxy/, see proxy_int.h) and its HTTP door
     "proxy_acceptor" (qn_http_acceptor_new). Sub-commands manage tenants
     and keys directly in PostgreSQL for the first admin: create-tenant, create-key,
     revoke-key, set-limits, create-operator-key (a key of no tenant for
@@ -23,9 +23,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
-
-extern const qn_schema_file_t qn_proxy_schema [];
-extern const int qn_proxy_schema_version;
 
 static void
 s_notice (void *arg, const char *message)
@@ -83,58 +80,16 @@ s_exec (PGconn *conn, const char *sql, int n, const char *const *params, PGresul
     return 0;
 }
 
-//  Applies schema/proxy/ in one transaction under its own advisory lock.
+//  Brings queen_proxy to schema/proxy/ with the broker's runner, under the
+//  proxy's own lock (schema/proxy/bootstrap.sql).
 static int
 s_schema (PGconn *conn, char *err, size_t err_len)
 {
-    PGresult *res = NULL;
-    int applied = 0;
-    if (s_exec (conn, "BEGIN", 0, NULL, NULL, err, err_len)
-    ||  s_exec (conn, "SELECT pg_advisory_xact_lock (7193553170000012)", 0, NULL, NULL, err, err_len)
-    ||  s_exec (conn, "CREATE SCHEMA IF NOT EXISTS queen_proxy", 0, NULL, NULL, err, err_len)
-    ||  s_exec (conn, "CREATE TABLE IF NOT EXISTS queen_proxy.schema_migrations ("
-                      " version int PRIMARY KEY, name text NOT NULL, checksum text NOT NULL,"
-                      " applied_at timestamptz NOT NULL DEFAULT now())", 0, NULL, NULL, err, err_len)
-    ||  s_exec (conn, "SELECT version, name, checksum FROM queen_proxy.schema_migrations ORDER BY version",
-                0, NULL, &res, err, err_len))
-        goto fail;
-    for (int r = 0; r < PQntuples (res); r++) {
-        int v = atoi (PQgetvalue (res, r, 0));
-        if (v > qn_proxy_schema_version) {
-            snprintf (err, err_len, "proxy schema is at migration %d, newer than this build knows (%d)",
-                      v, qn_proxy_schema_version);
-            goto fail;
-        }
-        for (const qn_schema_file_t *f = qn_proxy_schema; f->name; f++)
-            if (f->version == v && strcmp (f->checksum, PQgetvalue (res, r, 2))) {
-                snprintf (err, err_len, "proxy migration %s was edited after it was applied", f->name);
-                goto fail;
-            }
-    }
-    for (const qn_schema_file_t *f = qn_proxy_schema; f->name; f++) {
-        bool done = false;
-        for (int r = 0; r < PQntuples (res); r++)
-            done = done || atoi (PQgetvalue (res, r, 0)) == f->version;
-        if (done)
-            continue;
-        char v [16];
-        snprintf (v, sizeof v, "%d", f->version);
-        const char *p [3] = { v, f->name, f->checksum };
-        if (s_exec (conn, f->sql, 0, NULL, NULL, err, err_len)
-        ||  s_exec (conn, "INSERT INTO queen_proxy.schema_migrations (version, name, checksum)"
-                          " VALUES ($1, $2, $3)", 3, p, NULL, err, err_len))
-            goto fail;
-        qn_info ("proxy schema applied: file=%s", f->name);
-        applied++;
-    }
-    PQclear (res);
-    if (s_exec (conn, "COMMIT", 0, NULL, NULL, err, err_len))
-        return -1;
-    return applied;
-fail:
-    PQclear (res);
-    PQclear (PQexec (conn, "ROLLBACK"));
-    return -1;
+    return qn_schema_run (conn, &(qn_schema_set_t) {
+        .label = "proxy schema",
+        .embed = &qn_schema_proxy,
+        .migrations_table = "queen_proxy.schema_migrations"
+    }, err, err_len);
 }
 
 //  Creates a key of `role` for `tenant` and prints it (once).
