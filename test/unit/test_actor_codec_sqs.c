@@ -384,6 +384,11 @@ test_send_during_outage (void **state)
     i = s_next_exec (w->fake, QN_SQL_SQS_QUEUE, &body);
     msgpack_unpacked_destroy (&body);
     assert_int_equal (qn_fake_next (w->fake, QN_MSG_PUSH), -1);
+    s_answer_queue (w->fake, i, 1);
+    i = s_next_push (w->fake, &body, &m);
+    msgpack_unpacked_destroy (&body);
+    s_answer_push (w->fake, i, &(qn_msg_push_result_t) { .status = QN_PUSH_QUEUED, .seq = 5, .partition_id = 7 });
+    assert_int_equal (s_response (w->fake, &out), 200);
     qn_buf_free (&out);
 }
 
