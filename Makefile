@@ -207,8 +207,8 @@ integration: all
 # with a table of the stages and the runner's counts over all of them:
 #   unit         the append-only check of the migrations
 #                (scripts/check-migrations.sh and its test), build
-#                everything, unit tests (also `make test-unit`, which the
-#                fresh-root check of `make compose-test` runs)
+#                everything, unit tests (also `make test-unit`, which
+#                `make fresh-test` runs in a bare Debian root)
 #   asan         the sanitizer build, unit tests under ASan/UBSan
 #   fuzz         every libFuzzer harness for FUZZ_SECONDS, two at a time
 #   integration  SQL tests and test/integration/*.test.mjs in IT_LANES
