@@ -3,6 +3,9 @@
 */
 #include "wire/msg_push.h"
 #include "wire/mpack_guard.h"
+#include "base/buf.h"
+
+#include <stdio.h>
 
 #include <string.h>
 
@@ -268,4 +271,14 @@ qn_msg_push_answer_at (const qn_msg_push_answer_t *a, uint32_t i, qn_msg_push_re
         out->txn_len = f [3].via.str.size;
     }
     return 0;
+}
+
+void
+qn_msg_push_refusal_result (const qn_msg_push_answer_t *a, qn_pg_result_t *res)
+{
+    memset (res, 0, sizeof *res);
+    msgpack_unpacked_init (&res->holder);
+    snprintf (res->sqlstate, sizeof res->sqlstate, "%s", a->sqlstate);
+    res->message = qn_strndup (a->message, a->message_len);
+    res->detail = qn_strdup ("");
 }

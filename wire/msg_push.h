@@ -29,6 +29,8 @@
 #ifndef QN_WIRE_MSG_PUSH_H
 #define QN_WIRE_MSG_PUSH_H
 
+#include "wire/msg_pg.h"
+
 #include <msgpack.h>
 #include <stdbool.h>
 #include <stddef.h>
@@ -120,6 +122,9 @@ void qn_msg_push_result (msgpack_packer *pk, const qn_msg_push_result_t *r);
 //  0, or -1 when malformed.
 int qn_msg_push_answer_decode (const char *buf, size_t len, msgpack_unpacked *holder,
                                qn_msg_push_answer_t *out);
+//  A refusal as a PostgreSQL error result (its sqlstate and message, no
+//  detail), for the doors' one error mapping; free with qn_pg_result_free.
+void qn_msg_push_refusal_result (const qn_msg_push_answer_t *a, qn_pg_result_t *res);
 //  Result i of a decoded answer (i < count). 0, or -1 when malformed.
 int qn_msg_push_answer_at (const qn_msg_push_answer_t *a, uint32_t i, qn_msg_push_result_t *out);
 

@@ -166,11 +166,7 @@ s_refused (qn_http_ctx_t *ctx, const qn_msg_push_answer_t *a)
         return;
     }
     qn_pg_result_t res;
-    memset (&res, 0, sizeof res);
-    msgpack_unpacked_init (&res.holder);
-    snprintf (res.sqlstate, sizeof res.sqlstate, "%s", a->sqlstate);
-    res.message = qn_strndup (a->message, a->message_len);
-    res.detail = qn_strdup ("");
+    qn_msg_push_refusal_result (a, &res);
     qn_http_reply_pg_error (ctx, &res);
     qn_pg_result_free (&res);
 }

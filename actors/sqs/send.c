@@ -127,11 +127,7 @@ s_refused (qn_sqs_req_t *r, const qn_msg_push_answer_t *a)
         return;
     }
     qn_pg_result_t res;
-    memset (&res, 0, sizeof res);
-    msgpack_unpacked_init (&res.holder);
-    snprintf (res.sqlstate, sizeof res.sqlstate, "%s", a->sqlstate);
-    res.message = qn_strndup (a->message, a->message_len);
-    res.detail = qn_strdup ("");
+    qn_msg_push_refusal_result (a, &res);
     qn_sqs_reply_pg_error (r, &res);
     qn_pg_result_free (&res);
 }
